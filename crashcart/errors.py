@@ -1,0 +1,21 @@
+"""crashcart's domain errors: the one place they live. Only the CLI turns them into an exit."""
+
+from __future__ import annotations
+
+
+class CrashcartError(Exception):
+    """Base of every error crashcart reports to a user as one line (the message names the fix)."""
+
+    exit_code = 2
+
+
+class InputError(CrashcartError):
+    """A path the user gave cannot be read as logs: missing, unreadable, binary, corrupt, empty folder."""
+
+
+class KnowledgeError(CrashcartError):
+    """A shipped or user-supplied knowledge file (rules, runbooks, XID table) is invalid."""
+
+
+class EvalSetError(CrashcartError):
+    """An evaluation set (labels.jsonl and its cases) is missing or malformed."""

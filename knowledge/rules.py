@@ -1,0 +1,129 @@
+"""Failure signatures: strict records loaded from the YAML files in knowledge/signatures/.
+
+A rule is a regex in the common subset of Hyperscan and RE2 (no backreferences, no lookaround), so the
+fast filter can scan whole blocks with Hyperscan and confirm each candidate line with RE2, never with a
+backtracking engine on log text.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+
+import re2
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from crashcart.errors import KnowledgeError
+from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+
+SIGNATURE_DIR = Path(__file__).parent / "signatures"
+SCHEMA_VERSION = 1
+
+
+class Role(str, Enum):
+    """How a matching line bears on the diagnosis."""
+
+    ROOT_CAUSE = "root_cause"  # names the failure by itself (an XID 79, CUDA OOM, ENOSPC)
+    SYMPTOM = "symptom"  # follows from some other failure (collective timeout, ChildFailedError)
+    CONTEXT = "context"  # not a failure; tells the stage or the job's state (checkpoint saved)
+
+
+class Stage(str, Enum):
+    """Where in the job's life a line belongs."""
+
+    INIT = "init"
+    TRAINING = "training"
+    CHECKPOINT = "checkpoint"
+    EVALUATION = "evaluation"
+    SHUTDOWN = "shutdown"
+
+
+class Rule(BaseModel):
+    """One failure signature."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    pattern: str
+    failure_class: FailureClass
+    action: Action | None = None
+    role: Role
+    priority: int = Field(ge=0, le=100)
+    explanation: str = Field(min_length=8)
+    ignore_case: bool = False
+    stage: Stage | None = None
+    examples: list[str] = Field(min_length=1)
+    counter_examples: list[str] = []
+    source: str = "shipped"
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles_in_re2(cls, pattern: str) -> str:
+        try:
+            re2.compile(pattern)
+        except re2.error as exc:
+            raise ValueError(f"pattern does not compile in RE2: {exc}") from exc
+        return pattern
+
+    @model_validator(mode="after")
+    def _examples_agree(self) -> Rule:
+        regex = self.compiled()
+        for line in self.examples:
+            if not regex.search(line):
+                raise ValueError(f"rule {self.id}: example does not match: {line!r}")
+        for line in self.counter_examples:
+            if regex.search(line):
+                raise ValueError(f"rule {self.id}: counter-example matches: {line!r}")
+        return self
+
+    @property
+    def resolved_action(self) -> Action:
+        return self.action or DEFAULT_ACTION[self.failure_class]
+
+    def compiled(self) -> re2._Regexp:
+        """The RE2 form used to confirm a candidate line and read its named groups."""
+        return _compile(self.pattern, self.ignore_case)
+
+
+@lru_cache(maxsize=4096)
+def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    return re2.compile(pattern, options)
+
+
+class RuleFile(BaseModel):
+    """The shape of one signatures YAML file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = SCHEMA_VERSION
+    rules: list[Rule]
+
+
+def load_rule_file(path: Path) -> list[Rule]:
+    """Load and validate one signatures file; any problem is a KnowledgeError naming the file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        parsed = RuleFile.model_validate(raw)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise KnowledgeError(f"invalid rule file {path}: {exc}".splitlines()[0]) from exc
+    if parsed.version != SCHEMA_VERSION:
+        raise KnowledgeError(f"rule file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
+    return parsed.rules
+
+
+def load_rules(paths: list[Path] | None = None) -> list[Rule]:
+    """All shipped signatures (or those in `paths`), with ids checked to be unique."""
+    files = paths if paths is not None else sorted(SIGNATURE_DIR.glob("*.yaml"))
+    rules: list[Rule] = []
+    seen: dict[str, Path] = {}
+    for path in files:
+        for rule in load_rule_file(path):
+            if rule.id in seen:
+                raise KnowledgeError(f"duplicate rule id {rule.id!r} in {path} and {seen[rule.id]}")
+            seen[rule.id] = path
+            rules.append(rule)
+    return rules
