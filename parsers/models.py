@@ -1,0 +1,67 @@
+"""Records the parsing stage hands to the diagnosis stage: compact, whatever the size of the logs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from knowledge.rules import Role, Stage
+from knowledge.taxonomy import Action, FailureClass
+
+
+class Strict(BaseModel):
+    """Base for records that cross a module boundary: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LineRef(Strict):
+    """One log line, with where it came from and who printed it."""
+
+    file: str
+    line: int  # 1-based
+    text: str
+    node: str | None = None
+    rank: int | None = None
+    time: datetime | None = None
+
+
+class RuleHit(Strict):
+    """A line confirmed to match a signature of the fast filter."""
+
+    rule_id: str
+    failure_class: FailureClass
+    action: Action
+    role: Role
+    priority: int
+    stage: Stage | None = None
+    ref: LineRef
+    captures: dict[str, str] = {}
+
+
+class TemplateStat(Strict):
+    """One Drain3 template as seen by one node/rank of one file."""
+
+    template_id: str  # stable hash of the template text, equal across files and processes
+    template: str
+    node: str | None = None
+    rank: int | None = None
+    count: int
+    first: LineRef
+    last: LineRef
+    rule_ids: list[str] = []
+
+
+class FileScan(Strict):
+    """Everything the parsers learned from one source file."""
+
+    file: str
+    node: str | None = None
+    rank: int | None = None
+    lines: int
+    bytes: int
+    hits: list[RuleHit]
+    hits_dropped: int = 0  # hits beyond the per-rule cap: counted, not kept
+    templates: list[TemplateStat]
+    seconds: float = 0.0

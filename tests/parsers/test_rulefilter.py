@@ -1,0 +1,202 @@
+"""parsers/rulefilter.py: one Hyperscan pass over a block, every candidate line confirmed by RE2."""
+
+from __future__ import annotations
+
+import hyperscan
+import pytest
+
+from crashcart.errors import KnowledgeError
+from knowledge.rules import Rule
+from parsers import rulefilter
+from parsers.rulefilter import BlockHit, RuleFilter, compile_database
+
+
+def _rule(rule_id: str, pattern: str, examples: list[str], **kw: object) -> Rule:
+    return Rule(
+        id=rule_id, pattern=pattern, failure_class=kw.pop("failure_class", "unknown"), role=kw.pop("role", "symptom"),
+        priority=kw.pop("priority", 50), explanation="a rule written for a test", examples=examples, **kw,
+    )
+
+
+WATCHDOG = _rule(
+    "nccl.watchdog",
+    r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
+    ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE, ..."],
+)
+OOM = _rule(
+    "cuda.oom",
+    r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [GM]iB)(?: \(GPU (?P<gpu>\d+))?",
+    ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79.1 GiB total)"],
+)
+XID = _rule("xid", r"NVRM: Xid \(PCI:[0-9a-f:.]+\): (?P<xid>\d+)", ["NVRM: Xid (PCI:0000:3b:00): 79, pid=1"])
+ERROR = _rule("error.word", r"\berror\b", ["an error here"])
+
+BLOCK = (
+    b"[rank0]: iteration 10 ok\n"  # 0
+    b"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79 GiB)\n"  # 25
+    b"[rank3]: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE)\n"
+    b"Mar 14 03:22:17 dgx-042 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python\n"
+    b"error error error, still one hit for this line\n"
+    b"CUDA out of memory. Tried to allocate 512.00 MiB"  # no newline at the end of the block
+)
+
+
+def _lines_of(block: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each line, end excluding the newline."""
+    spans, pos = [], 0
+    for line in block.split(b"\n"):
+        spans.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return spans
+
+
+def test_hits_in_position_order_with_offsets_text_and_captures() -> None:
+    hits = RuleFilter([ERROR, XID, WATCHDOG, OOM]).scan(BLOCK)
+    lines = _lines_of(BLOCK)
+    assert hits == [
+        BlockHit(3, *lines[1],
+                 "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79 GiB)",
+                 {"size": "2.00 GiB", "gpu": "3"}),
+        BlockHit(2, *lines[2],
+                 "[rank3]: [Rank 3] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=18, OpType=ALLREDUCE)",
+                 {"seq": "18", "op": "ALLREDUCE"}),
+        BlockHit(1, *lines[3], "Mar 14 03:22:17 dgx-042 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python",
+                 {"xid": "79"}),
+        BlockHit(0, *lines[4], "error error error, still one hit for this line", {}),
+        BlockHit(3, *lines[5], "CUDA out of memory. Tried to allocate 512.00 MiB", {"size": "512.00 MiB"}),
+    ]
+    assert (hits[0].start, hits[-1].end) == (25, len(BLOCK))
+    for hit in hits:
+        assert BLOCK[hit.start:hit.end].decode() == hit.text
+        assert hit.start == 0 or BLOCK[hit.start - 1:hit.start] == b"\n"
+
+
+def test_several_rules_on_one_line_are_ordered_by_rule_index() -> None:
+    line = b"NVRM: Xid (PCI:0000:3b:00): 48, error reading memory\n"
+    hits = RuleFilter([ERROR, XID]).scan(b"before\n" + line)
+    assert [(h.rule_index, h.start, h.end) for h in hits] == [(0, 7, 7 + len(line) - 1), (1, 7, 7 + len(line) - 1)]
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        # raw block                                   (start, end, text) of each hit
+        (b"x error\r\n", [(0, 8, "x error")]),
+        (b"a error\r\nb\r\nc error\r\n", [(0, 8, "a error"), (12, 20, "c error")]),
+        (b"error\r", [(0, 6, "error")]),
+        (b"progress 10%\rprogress 20%\r error\r\n", [(0, 33, "progress 10%\rprogress 20%\r error")]),
+        (b"\n\nerror\n\n", [(2, 7, "error")]),
+        (b"error", [(0, 5, "error")]),
+    ],
+)
+def test_line_offsets_and_text(block: bytes, expected: list[tuple[int, int, str]]) -> None:
+    hits = RuleFilter([ERROR]).scan(block)
+    assert [(h.start, h.end, h.text) for h in hits] == expected
+
+
+def test_end_anchored_rule_matches_crlf_lines() -> None:
+    # RE2 sees the line without its \r, so `$` must also end a CRLF line in the Hyperscan pass.
+    rule = _rule("exit.failed", r"exited with code (?P<code>\d+)$", ["worker exited with code 1"])
+    block = b"w0 exited with code 1\r\nw1 exited with code 2\nw2 exited with code 3\r\nw3 exited with code 4"
+    hits = RuleFilter([rule]).scan(block)
+    assert [(h.text, h.captures["code"]) for h in hits] == [
+        ("w0 exited with code 1", "1"), ("w1 exited with code 2", "2"),
+        ("w2 exited with code 3", "3"), ("w3 exited with code 4", "4"),
+    ]
+    assert [h.start for h in hits] == [0, 23, 45, 68]
+
+
+def test_start_anchored_rule_matches_every_line_start() -> None:
+    rule = _rule("tb", r"^Traceback \(most recent call last\):", ["Traceback (most recent call last):"])
+    block = b"Traceback (most recent call last):\r\n  x\r\nTraceback (most recent call last):\n y Traceback (most"
+    assert [h.start for h in RuleFilter([rule]).scan(block)] == [0, 41]
+
+
+def test_named_groups_that_did_not_take_part_are_left_out() -> None:
+    [hit] = RuleFilter([OOM]).scan(b"CUDA out of memory. Tried to allocate 20.00 MiB\n")
+    assert hit.captures == {"size": "20.00 MiB"}
+
+
+@pytest.mark.parametrize(
+    ("ignore_case", "expected"),
+    [(True, ["CUDA OUT OF MEMORY", "cuda out of memory", "Cuda Out Of Memory"]), (False, ["cuda out of memory"])],
+)
+def test_case_insensitive_rule(ignore_case: bool, expected: list[str]) -> None:
+    rule = _rule("oom.any", r"cuda out of memory", ["cuda out of memory"], ignore_case=ignore_case)
+    block = b"CUDA OUT OF MEMORY\ncuda out of memory\nCuda Out Of Memory\ncuda out of mem\n"
+    assert [h.text for h in RuleFilter([rule]).scan(block)] == expected
+
+
+def test_candidate_spanning_lines_is_rejected_by_re2() -> None:
+    # Hyperscan matches `\s` on the newline, so it reports a match ending on the second line;
+    # RE2, run on that line alone, rejects it.
+    rule = _rule("split", r"socket\s+timeout", ["socket timeout"])
+    block = b"NCCL socket\ntimeout waiting\nsocket   timeout\n"
+    seen: list[int] = []
+    flt = RuleFilter([rule])
+    flt._db.scan(block, match_event_handler=lambda _i, _f, to, _fl, _c: seen.append(to))
+    assert seen == [19, 44]  # the cross-line candidate (ends in "timeout waiting") and the real one
+    assert [(h.start, h.text) for h in flt.scan(block)] == [(28, "socket   timeout")]
+
+
+def test_confirm_directly() -> None:
+    flt = RuleFilter([ERROR, XID])
+    block = b"no match here\nan error\xff\n"
+    assert flt._confirm(block, 0, 0) is None
+    assert flt._confirm(block, 14, 1) is None
+    assert flt._confirm(block, 14, 0) == BlockHit(0, 14, 23, "an error\ufffd", {})
+
+
+def test_non_utf8_line_is_decoded_with_replacement() -> None:
+    [hit] = RuleFilter([ERROR]).scan(b"caf\xe9 error \xff\xfe\n")
+    assert hit.text == "caf\ufffd error \ufffd\ufffd"
+    assert (hit.start, hit.end) == (0, 13)
+
+
+def test_no_rules_or_empty_block() -> None:
+    assert RuleFilter([]).scan(BLOCK) == []
+    assert RuleFilter([ERROR]).scan(b"") == []
+    assert RuleFilter([ERROR]).scan(b"\n\n\n") == []
+
+
+def test_many_lines_one_hit_each() -> None:
+    block = b"".join(b"line %d: error\n" % i for i in range(1000))
+    hits = RuleFilter([ERROR]).scan(block)
+    assert len(hits) == 1000
+    assert [h.text for h in hits[:2]] == ["line 0: error", "line 1: error"]
+    assert hits == sorted(hits, key=lambda h: h.start)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "example"),
+    [
+        (r"(?U)launch failed a+", "launch failed aaa"),  # RE2's ungreedy flag: no such thing in Hyperscan
+        (r"bad \x{100} char", "bad \u0100 char"),  # a code point above \xff: Hyperscan works on bytes
+    ],
+)
+def test_rule_hyperscan_rejects_is_named(pattern: str, example: str) -> None:
+    bad = _rule("bad.rule", pattern, [example])
+    with pytest.raises(KnowledgeError, match=r"^rule pattern rejected by Hyperscan: rule 'bad\.rule' \(.+\)$"):
+        RuleFilter([ERROR, bad, XID])
+
+
+def test_combined_database_failure_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
+    class OneAtATime(hyperscan.Database):  # type: ignore[misc]
+        """Compiles each rule alone but fails on the set, as a database over Hyperscan's limits would."""
+
+        def compile(self, expressions: list[bytes], **kw: object) -> None:  # type: ignore[override]
+            if len(expressions) > 1:
+                raise hyperscan.error("Pattern too large")
+            super().compile(expressions=expressions, **kw)
+
+    monkeypatch.setattr(rulefilter.hyperscan, "Database", OneAtATime)
+    with pytest.raises(KnowledgeError) as info:
+        compile_database([ERROR, XID])
+    assert str(info.value) == "rule pattern rejected by Hyperscan: the combined database (Pattern too large)"
+
+
+def test_rules_are_kept_in_order() -> None:
+    flt = RuleFilter([XID, ERROR])
+    assert [r.id for r in flt.rules] == ["xid", "error.word"]
+    assert [h.rule_index for h in flt.scan(b"an error\n")] == [1]

@@ -1,0 +1,290 @@
+"""parsers/scan.py: one streaming pass per source, rule hits and template tallies, across processes."""
+
+from __future__ import annotations
+
+import functools
+import io
+import types
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from knowledge.rules import Rule
+from parsers import scan as scan_module
+from parsers import sources
+from parsers.models import FileScan
+from parsers.scan import MAX_HITS_PER_RULE_RANK, FileScanner, scan_sources
+from parsers.sources import Source, discover
+
+
+def _rule(rule_id: str, pattern: str, examples: list[str], failure_class: str, role: str, **kw: object) -> Rule:
+    return Rule(id=rule_id, pattern=pattern, failure_class=failure_class, role=role, priority=kw.pop("priority", 50),
+                explanation="a rule written for a test", examples=examples, **kw)
+
+
+RULES = [
+    _rule("nccl.watchdog",
+          r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
+          ["Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE"],
+          "collective_timeout", "symptom", priority=40),
+    _rule("cuda.illegal_access", r"CUDA error: an illegal memory access was encountered",
+          ["RuntimeError: CUDA error: an illegal memory access was encountered"], "cuda_error", "root_cause",
+          priority=80, stage="training"),
+    _rule("ckpt.saved", r"saved checkpoint at iteration\s+(?P<iteration>\d+)",
+          ["successfully saved checkpoint at iteration    1200 to /ckpt"], "unknown", "context", priority=5),
+]
+
+LOG = (
+    b"job starting on 2 ranks\n"  # 1
+    b"[rank0]: iteration 1 loss 2.5\n"  # 2
+    b"[rank1]: iteration 1 loss 2.6\n"  # 3
+    b"[rank0]: successfully saved checkpoint at iteration    1 to /ckpt/run7\n"  # 4
+    b"\n"  # 5
+    b"[rank0]: iteration 2 loss 2.4\n"  # 6
+    b"[rank1]: [2024-03-14 03:22:17,123] RuntimeError: CUDA error: an illegal memory access was encountered\n"  # 7
+    b"[rank0]: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE, "
+    b"Timeout(ms)=600000)\n"  # 8
+    b"[rank0]: iteration 3 loss 2.2\n"  # 9
+)
+ILLEGAL = "[rank1]: [2024-03-14 03:22:17,123] RuntimeError: CUDA error: an illegal memory access was encountered"
+WATCHDOG = ("[rank0]: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE, "
+            "Timeout(ms)=600000)")
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def _job(tmp_path: Path, files: dict[str, bytes]) -> list[Source]:
+    for rel, data in files.items():
+        _write(tmp_path / "job" / rel, data)
+    return discover([str(tmp_path / "job")])
+
+
+def _hits(fs: FileScan) -> list[tuple[str, int, str | None, int | None, dict[str, str]]]:
+    return [(h.rule_id, h.ref.line, h.ref.node, h.ref.rank, h.captures) for h in fs.hits]
+
+
+def _templates(fs: FileScan) -> list[tuple[str, int | None, int, int, int, list[str]]]:
+    return [(t.template, t.rank, t.count, t.first.line, t.last.line, t.rule_ids) for t in fs.templates]
+
+
+def _comparable(scans: list[FileScan]) -> list[dict]:
+    return [s.model_dump(exclude={"seconds"}) for s in scans]
+
+
+def test_multi_rank_file(tmp_path: Path) -> None:
+    [src] = _job(tmp_path, {"node03/stdout.log": LOG})
+    fs = FileScanner(RULES).scan(src)
+
+    assert (fs.file, fs.node, fs.rank, fs.lines, fs.bytes, fs.hits_dropped) == (
+        "node03/stdout.log", "node03", None, 9, len(LOG), 0)
+    assert _hits(fs) == [
+        ("ckpt.saved", 4, "node03", 0, {"iteration": "1"}),
+        ("cuda.illegal_access", 7, "node03", 1, {}),
+        ("nccl.watchdog", 8, "node03", 0, {"seq": "18", "op": "ALLREDUCE"}),
+    ]
+    illegal = fs.hits[1]
+    assert (illegal.failure_class.value, illegal.action.value, illegal.role.value, illegal.priority) == (
+        "cuda_error", "retry", "root_cause", 80)
+    assert illegal.stage is not None and illegal.stage.value == "training"
+    assert illegal.ref.text == ILLEGAL
+    assert illegal.ref.time == datetime(2024, 3, 14, 3, 22, 17, 123000)
+    assert fs.hits[2].ref.text == WATCHDOG
+    assert fs.hits[2].ref.time is None
+
+    assert _templates(fs) == [
+        ("job starting on <NUM> ranks", None, 1, 1, 1, []),
+        ("iteration <NUM> loss <NUM>", 0, 3, 2, 9, []),
+        ("iteration <NUM> loss <NUM>", 1, 1, 3, 3, []),
+        ("successfully saved checkpoint at iteration <NUM> to <PATH>", 0, 1, 4, 4, ["ckpt.saved"]),
+        ("[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] RuntimeError: CUDA error: an illegal memory access was encountered",
+         1, 1, 7, 7, ["cuda.illegal_access"]),
+        ("[Rank <RANK>] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<NUM>, OpType=ALLREDUCE, "
+         "Timeout(ms)=<NUM>)", 0, 1, 8, 8, ["nccl.watchdog"]),
+    ]
+    iteration0 = fs.templates[1]
+    assert (iteration0.first.text, iteration0.last.text) == (
+        "[rank0]: iteration 1 loss 2.5", "[rank0]: iteration 3 loss 2.2")
+    assert (iteration0.node, iteration0.first.rank, iteration0.last.node) == ("node03", 0, "node03")
+    # Template ids are by value: the two ranks' iteration templates share one.
+    assert fs.templates[1].template_id == fs.templates[2].template_id
+    assert len({t.template_id for t in fs.templates}) == 5
+
+
+def test_rank_from_the_file_name_when_lines_have_none(tmp_path: Path) -> None:
+    log = b"iteration 1 loss 2.5\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    [src] = _job(tmp_path, {"gpu-node-017/rank_5.log": log})
+    fs = FileScanner(RULES).scan(src)
+    assert (fs.node, fs.rank) == ("gpu-node-017", 5)
+    assert _hits(fs) == [("cuda.illegal_access", 2, "gpu-node-017", 5, {})]
+    assert [(t.rank, t.node, t.count) for t in fs.templates] == [(5, "gpu-node-017", 1), (5, "gpu-node-017", 1)]
+
+
+def test_crlf_file_scans_like_lf(tmp_path: Path) -> None:
+    lf, crlf = _job(tmp_path, {"a_lf.log": LOG, "b_crlf.log": LOG.replace(b"\n", b"\r\n")})
+    scanner = FileScanner(RULES)
+    one, two = scanner.scan(lf), scanner.scan(crlf)
+    assert _hits(one) == _hits(two)
+    assert [h.ref.text for h in two.hits] == [h.ref.text for h in one.hits]
+    assert _templates(one) == _templates(two)
+    assert [t.first.text for t in two.templates] == [t.first.text for t in one.templates]
+    assert two.bytes == one.bytes + 9
+
+
+@pytest.mark.parametrize("block_size", [1, 7, 50, 333])
+def test_small_blocks_give_the_same_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_size: int) -> None:
+    # Without the banner: whether a file has rank prefixes is decided on its first block alone.
+    [src] = _job(tmp_path, {"node03/stdout.log": LOG.split(b"\n", 1)[1] * 3})
+    whole = FileScanner(RULES).scan(src)
+    monkeypatch.setattr(scan_module, "read_blocks", functools.partial(sources.read_blocks, block_size=block_size))
+    pieces = FileScanner(RULES).scan(src)
+    assert _comparable([pieces]) == _comparable([whole])
+    assert [h.ref.line for h in whole.hits] == [3, 6, 7, 11, 14, 15, 19, 22, 23]
+    assert [(t.rank, t.count) for t in whole.templates] == [(0, 9), (1, 3), (0, 3), (1, 3), (0, 3)]
+
+
+def test_rank_prefixes_are_looked_for_in_the_first_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [src] = _job(tmp_path, {"node03/stdout.log": LOG})
+    # A first block holding only the banner: the file is taken as unprefixed, templates are not split by rank.
+    monkeypatch.setattr(scan_module, "read_blocks", functools.partial(sources.read_blocks, block_size=24))
+    fs = FileScanner(RULES).scan(src)
+    assert [(t.rank, t.count) for t in fs.templates][:2] == [(None, 1), (None, 4)]
+    assert [h.ref.rank for h in fs.hits] == [0, 1, 0]  # hits still read the rank off their own line
+
+
+def test_hits_beyond_the_per_rule_rank_cap_are_counted_not_kept(tmp_path: Path) -> None:
+    error = b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    log = b"".join([b"[rank0]: " + error] * 8 + [b"[rank0]: ok\n"] + [b"[rank1]: " + error] * 3)
+    [src] = _job(tmp_path, {"out.log": log})
+    fs = FileScanner(RULES).scan(src)
+    assert MAX_HITS_PER_RULE_RANK == 5
+    assert [(h.ref.rank, h.ref.line) for h in fs.hits] == [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 10), (1, 11),
+                                                           (1, 12)]
+    assert fs.hits_dropped == 3
+    # Templates still count every line.
+    assert [(t.rank, t.count, t.first.line, t.last.line) for t in fs.templates] == [(0, 8, 1, 8), (0, 1, 9, 9),
+                                                                                    (1, 3, 10, 12)]
+
+
+def test_per_rule_cap_across_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan_module, "MAX_HITS_PER_RULE", 6)
+    error = b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    log = b"".join(b"[rank%d]: " % r + error for r in range(11)) + b"[rank0]: iteration 4 loss 1\n"
+    sources_ = _job(tmp_path, {"a.log": log, "b.log": log})
+    scanner = FileScanner(RULES)
+    first, second = scanner.scan(sources_[0]), scanner.scan(sources_[1])
+    assert [h.ref.rank for h in first.hits] == [0, 1, 2, 3, 4, 5]
+    assert first.hits_dropped == 5
+    # The caps are per file: the next file scanned by the same scanner starts afresh.
+    assert (_hits(second), second.hits_dropped) == (_hits(first), 5)
+
+
+def test_scan_sources_keeps_input_order(tmp_path: Path) -> None:
+    files = {
+        "node01/out.log": LOG,
+        "node02/out.log": b"[rank2]: iteration 1 loss 3.0\n",
+        "node03/out.log": LOG * 4,
+        "node04/out.log": b"",
+    }
+    srcs = _job(tmp_path, files)
+    shuffled = [srcs[2], srcs[0], srcs[3], srcs[1]]
+    scans = scan_sources(shuffled, RULES, workers=1)
+    assert [s.file for s in scans] == ["node03/out.log", "node01/out.log", "node04/out.log", "node02/out.log"]
+    assert [(s.node, s.lines, len(s.hits)) for s in scans] == [("node03", 36, 12), ("node01", 9, 3), ("node04", 0, 0),
+                                                                ("node02", 1, 0)]
+
+
+def test_no_sources() -> None:
+    assert scan_sources([], RULES, workers=4) == []
+
+
+def test_non_utf8_hit_line(tmp_path: Path) -> None:
+    log = b"[rank2]: caf\xe9 RuntimeError: CUDA error: an illegal memory access was encountered \xff\n"
+    [src] = _job(tmp_path, {"x.log": log * 2})
+    fs = FileScanner(RULES).scan(src)
+    assert [(h.ref.line, h.ref.rank, h.ref.text) for h in fs.hits] == [
+        (n, 2, "[rank2]: caf\ufffd RuntimeError: CUDA error: an illegal memory access was encountered \ufffd")
+        for n in (1, 2)
+    ]
+    assert [(t.template, t.count, t.rule_ids) for t in fs.templates] == [
+        ("caf\ufffd RuntimeError: CUDA error: an illegal memory access was encountered \ufffd", 2,
+         ["cuda.illegal_access"]),
+    ]
+
+
+def _parallel_job(tmp_path: Path) -> list[Source]:
+    files: dict[str, bytes] = {}
+    for node in range(5):
+        lines = []
+        for i in range(300 * (node + 1)):
+            rank = node * 2 + i % 2
+            lines.append(b"[rank%d]: iteration %d loss %.3f\n" % (rank, i, 3 - i / 1000))
+            if i % 97 == 5:
+                saved = b"[rank%d]: successfully saved checkpoint at iteration %d to /ckpt/n%d\n"
+                lines.append(saved % (rank, i, node))
+        lines.append(b"[rank%d]: RuntimeError: CUDA error: an illegal memory access was encountered\n" % (node * 2))
+        files[f"node{node:02d}/stdout.log"] = b"".join(lines)
+    return _job(tmp_path, files)
+
+
+def test_parallel_scan_matches_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    srcs = _parallel_job(tmp_path)
+    serial = scan_sources(srcs, RULES, workers=1)
+
+    groups_seen: list[list[list[str]]] = []
+    real_balance = scan_module._balance
+
+    def spy(sources_: list[Source], workers: int) -> list[list[Source]]:
+        groups = real_balance(sources_, workers)
+        groups_seen.append([[s.display for s in g] for g in groups])
+        return groups
+
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(scan_module, "_balance", spy)
+    parallel = scan_sources(srcs, RULES, workers=2)
+
+    assert groups_seen == [[
+        ["node04/stdout.log", "node01/stdout.log"],
+        ["node03/stdout.log", "node02/stdout.log", "node00/stdout.log"],
+    ]]
+    assert [s.file for s in parallel] == [s.display for s in srcs]
+    assert _comparable(parallel) == _comparable(serial)
+    # Checkpoint lines every 97 lines, alternating ranks, capped at 5 per (rule, rank); one CUDA error each.
+    assert [(len(s.hits), s.hits_dropped) for s in serial] == [(5, 0), (8, 0), (11, 0), (11, 3), (11, 6)]
+    assert [sum(t.count for t in s.templates) for s in serial] == [s.lines for s in serial]
+
+
+def test_stdin_keeps_the_scan_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoPool:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("a process pool cannot read this process's stdin")
+
+    monkeypatch.setattr("sys.stdin", types.SimpleNamespace(buffer=io.BytesIO(LOG)))
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(scan_module, "ProcessPoolExecutor", NoPool)
+    log = _write(tmp_path / "a.log", LOG)
+    other = _write(tmp_path / "b.log", LOG)
+    scans = scan_sources(discover([str(log), "-", str(other)]), RULES, workers=4)
+    assert [s.file for s in scans] == [str(log), "<stdin>", str(other)]
+    assert [len(s.hits) for s in scans] == [3, 3, 3]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "workers", "groups"),
+    [
+        ([10, 1, 7, 3, 4], 2, [["f0", "f3"], ["f2", "f4", "f1"]]),
+        ([5, 5, 5], 8, [["f0"], ["f1"], ["f2"]]),
+        ([1, 2, 3, 4], 1, [["f3", "f2", "f1", "f0"]]),
+    ],
+)
+def test_balance_largest_first_into_the_lightest_group(
+    sizes: list[int], workers: int, groups: list[list[str]]
+) -> None:
+    srcs = [Source(display=f"f{i}", path=Path(f"/x/f{i}"), size=size) for i, size in enumerate(sizes)]
+    assert [[s.display for s in g] for g in scan_module._balance(srcs, workers)] == groups

@@ -1,0 +1,365 @@
+"""parsers/sources.py: discovering log sources and reading them as blocks of whole lines."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import types
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from crashcart.errors import CrashcartError, InputError
+from parsers import sources
+from parsers.sources import MAX_LINE, Source, discover, read_blocks
+
+LOG = (
+    b"[rank0]: iteration 1 | lm loss: 2.5\n"
+    b"[rank1]: iteration 1 | lm loss: 2.6\r\n"
+    b"\n"
+    b"NCCL WARN caf\xe9 \xff\xfe not utf-8\n"
+    b"\x1b[31mERROR\x1b[0m colored\n"
+    b"last line without newline"
+)
+BINARY = bytes(range(256)) * 8  # NULs and C0 controls: far over the 10% threshold
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def _read(src: Source, **kw: int) -> bytes:
+    return b"".join(read_blocks(src, **kw))
+
+
+def _zstd_frames(*parts: bytes) -> bytes:
+    cctx = zstandard.ZstdCompressor()
+    return b"".join(cctx.compress(p) for p in parts)
+
+
+# --- discovery ---------------------------------------------------------------------------------------
+
+
+def test_single_file_is_named_by_its_file_name(tmp_path: Path) -> None:
+    log = _write(tmp_path / "job" / "train.log", LOG)
+    assert discover([str(log)]) == [Source(display="train.log", path=log, compression="none", size=len(LOG))]
+
+
+def test_several_files_are_named_by_the_paths_given(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a" / "out.log", b"a\n")
+    b = _write(tmp_path / "b" / "out.log", b"bb\n")
+    assert [(s.display, s.size) for s in discover([str(a), str(b)])] == [(str(a), 2), (str(b), 3)]
+
+
+def test_folder_is_walked_recursively_sorted_and_named_relative(tmp_path: Path) -> None:
+    root = tmp_path / "job"
+    for rel in ["node10/rank_8.log", "node02/rank_1.log", "node02/rank_0.log", "node01/stdout.log", "launcher.out",
+                "node01/sub/deeper.log"]:
+        _write(root / rel, f"{rel}\n".encode())
+    _write(root / ".hidden.log", b"hidden\n")
+    _write(root / ".cache" / "inside-hidden-dir.log", b"hidden\n")
+    _write(root / "node01" / "core", BINARY)  # binary content, no telling suffix
+    _write(root / "node01" / "model.pt", b"text, but a checkpoint suffix\n")
+    _write(root / "weights.safetensors", b"text, but a weights suffix\n")
+    _write(root / "node02" / "empty.log", b"")  # empty text is still a (trivial) log
+
+    found = discover([str(root)])
+
+    assert [s.display for s in found] == [
+        "launcher.out",
+        "node01/stdout.log",
+        "node01/sub/deeper.log",
+        "node02/empty.log",
+        "node02/rank_0.log",
+        "node02/rank_1.log",
+        "node10/rank_8.log",
+    ]
+    assert all(s.path == root / s.display for s in found)
+    assert found[1].size == len(b"node01/stdout.log\n")
+
+
+def test_two_folders_with_the_same_layout_give_distinct_names(tmp_path: Path) -> None:
+    run1 = _write(tmp_path / "run1" / "node01" / "out.log", b"1\n").parent.parent
+    run2 = _write(tmp_path / "run2" / "node01" / "out.log", b"2\n").parent.parent
+    found = discover([str(run1), str(run2)])
+    assert [s.display for s in found] == [str(run1 / "node01" / "out.log"), str(run2 / "node01" / "out.log")]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "compression"),
+    [
+        ("plain.log", b"text\n", "none"),
+        ("plain.log.gz", b"not compressed despite the name\n", "none"),
+        ("gzipped.log", gzip.compress(b"text\n"), "gzip"),
+        ("gzipped.zst", gzip.compress(b"text\n"), "gzip"),
+        ("zstd.log", _zstd_frames(b"text\n"), "zstd"),
+        ("zstd.txt.gz", _zstd_frames(b"text\n"), "zstd"),
+    ],
+)
+def test_compression_is_detected_by_magic_bytes_not_extension(
+    tmp_path: Path, name: str, data: bytes, compression: str
+) -> None:
+    path = _write(tmp_path / name, data)
+    [src] = discover([str(path)])
+    assert (src.compression, src.size) == (compression, len(data))
+    assert _read(src) == (b"text\n" if compression != "none" else data)
+
+
+def test_stdin_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", types.SimpleNamespace(buffer=io.BytesIO(LOG)))
+    [src] = discover(["-"])
+    assert src == Source(display="<stdin>", path=None, compression="none", size=0)
+    assert _read(src, block_size=5) == LOG
+
+
+def test_stdin_mixed_with_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", types.SimpleNamespace(buffer=io.BytesIO(b"from stdin\n")))
+    log = _write(tmp_path / "a.log", b"from file\n")
+    assert [s.display for s in discover(["-", str(log)])] == ["<stdin>", str(log)]
+
+
+def test_text_with_a_few_control_bytes_is_not_binary(tmp_path: Path) -> None:
+    # 5 odd bytes in 100: under the 10% threshold (NCCL/tqdm logs carry the odd \x00 or \x08).
+    data = b"a" * 94 + b"\x00\x08\x01\x02\x03" + b"\n"
+    log = _write(tmp_path / "few.log", data)
+    assert [s.display for s in discover([str(log)])] == ["few.log"]
+
+
+def test_gzip_holding_a_binary_is_skipped_in_a_folder(tmp_path: Path) -> None:
+    _write(tmp_path / "job" / "blob.gz", gzip.compress(BINARY))
+    _write(tmp_path / "job" / "ok.log.gz", gzip.compress(b"fine\n"))
+    assert [s.display for s in discover([str(tmp_path / "job")])] == ["ok.log.gz"]
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 7, 13, 64, 4096])
+@pytest.mark.parametrize(
+    "data",
+    [
+        LOG,
+        LOG + b"\n",
+        b"\n\n\n",
+        b"a\r\nb\r\n\r\nc\r\n",
+        b"no newline at all",
+        b"x" * 100 + b"\n" + b"y" * 3,
+    ],
+    ids=["mixed", "mixed-nl", "only-newlines", "crlf", "no-newline", "long-then-short"],
+)
+def test_blocks_end_on_newlines_and_rebuild_the_input(tmp_path: Path, data: bytes, block_size: int) -> None:
+    [src] = discover([str(_write(tmp_path / "x.log", data))])
+    blocks = list(read_blocks(src, block_size=block_size))
+    assert b"".join(blocks) == data
+    assert all(blocks)
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+    # Lines are never split across blocks (nothing here is near MAX_LINE).
+    assert [line for b in blocks for line in b.splitlines()] == data.splitlines()
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd", "zstd-multiframe", "gzip-multimember"])
+@pytest.mark.parametrize("block_size", [3, 7, 1 << 20])
+def test_compressed_blocks_rebuild_the_input(tmp_path: Path, kind: str, block_size: int) -> None:
+    body = LOG + b"\n" + b"".join(b"step %d loss %.3f\n" % (i, i / 7) for i in range(500))
+    half = len(body) // 3
+    blob = {
+        "gzip": gzip.compress(body),
+        "gzip-multimember": gzip.compress(body[:half]) + gzip.compress(body[half:]),
+        "zstd": _zstd_frames(body),
+        "zstd-multiframe": _zstd_frames(body[:half], body[half:2 * half], b"", body[2 * half:]),
+    }[kind]
+    [src] = discover([str(_write(tmp_path / "job.log", blob))])
+    assert src.compression == kind.split("-")[0]
+    blocks = list(read_blocks(src, block_size=block_size))
+    assert b"".join(blocks) == body
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+
+
+def test_zstd_frames_split_across_reads(tmp_path: Path) -> None:
+    # Many tiny frames, read 5 compressed bytes at a time: frame ends and headers fall mid-read.
+    lines = [b"frame %d\n" % i for i in range(40)]
+    [src] = discover([str(_write(tmp_path / "f.zst", _zstd_frames(*lines)))])
+    assert _read(src, block_size=5) == b"".join(lines)
+
+
+def test_crlf_is_preserved(tmp_path: Path) -> None:
+    [src] = discover([str(_write(tmp_path / "w.log", b"one\r\ntwo\r\n"))])
+    assert list(read_blocks(src)) == [b"one\r\ntwo\r\n"]
+    assert list(read_blocks(src, block_size=4)) == [b"one\r\n", b"two\r\n"]
+
+
+def test_empty_file_gives_no_blocks(tmp_path: Path) -> None:
+    [src] = discover([str(_write(tmp_path / "empty.log", b""))])
+    assert (src.size, list(read_blocks(src))) == (0, [])
+
+
+def test_empty_compressed_file_gives_no_blocks(tmp_path: Path) -> None:
+    [gz] = discover([str(_write(tmp_path / "e.gz", gzip.compress(b"")))])
+    [zst] = discover([str(_write(tmp_path / "e.zst", _zstd_frames(b"")))])
+    assert (list(read_blocks(gz)), list(read_blocks(zst))) == ([], [])
+
+
+def test_non_utf8_bytes_pass_through(tmp_path: Path) -> None:
+    data = b"\xc3\x28 invalid \xa0\xa1 latin-1 caf\xe9 \xf0\x28\x8c\x28\n"
+    [src] = discover([str(_write(tmp_path / "bytes.log", data))])
+    assert list(read_blocks(src)) == [data]
+
+
+def test_line_longer_than_the_block_is_read_whole(tmp_path: Path) -> None:
+    # A 6 MB line is longer than a 4 MB block but under MAX_LINE: it comes back as one piece.
+    line = b"x" * (6 << 20) + b"\n"
+    [src] = discover([str(_write(tmp_path / "wide.log", b"head\n" + line + b"tail\n"))])
+    blocks = list(read_blocks(src))
+    assert [len(b) for b in blocks] == [len(b"head\n"), len(line) + len(b"tail\n")]
+    assert blocks[1].startswith(line)
+
+
+def test_ten_megabyte_line_is_cut_at_max_line_without_losing_bytes(tmp_path: Path) -> None:
+    line = b"y" * (10 << 20) + b"\n"
+    [src] = discover([str(_write(tmp_path / "huge.log", line + b"tail\n"))])
+    blocks = list(read_blocks(src))
+    # Two 4 MB reads reach MAX_LINE (8 MB) with no newline: that much is emitted as a line of its own.
+    assert [len(b) for b in blocks] == [MAX_LINE, len(line) - MAX_LINE + len(b"tail\n")]
+    assert sum(len(b) for b in blocks) == len(line) + len(b"tail\n")
+    assert blocks[1].endswith(b"y\ntail\n")
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 5, 16, 40])
+def test_lines_over_max_line_are_cut_in_bounded_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_size: int
+) -> None:
+    monkeypatch.setattr(sources, "MAX_LINE", 16)
+    data = b"a" * 100 + b"\nshort\n" + b"b" * 37 + b"\n" + b"c" * 20
+    [src] = discover([str(_write(tmp_path / "cut.log", data))])
+    blocks = list(read_blocks(src, block_size=block_size))
+    assert b"".join(blocks) == data
+    # A piece without a newline is at least MAX_LINE and at most MAX_LINE + one read.
+    assert all(len(b) < 16 + block_size for b in blocks)
+    assert all(b.endswith(b"\n") or len(b) >= 16 for b in blocks[:-1])
+
+
+# --- errors ------------------------------------------------------------------------------------------
+
+
+def test_no_paths() -> None:
+    with pytest.raises(InputError) as info:
+        discover([])
+    assert str(info.value) == "no log path given: pass a file, a folder of logs, or - for stdin"
+    assert isinstance(info.value, CrashcartError)
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "train.log"
+    with pytest.raises(InputError) as info:
+        discover([str(missing)])
+    assert str(info.value) == f"no such file or folder: {missing}"
+
+
+def test_missing_path_after_a_good_one(tmp_path: Path) -> None:
+    good = _write(tmp_path / "good.log", b"ok\n")
+    with pytest.raises(InputError, match="^no such file or folder: .*missing.log$"):
+        discover([str(good), str(tmp_path / "missing.log")])
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [{}, {"model.pt": b"text\n", ".hidden.log": b"text\n"}, {"core.1234": BINARY, "sub/dump": BINARY}],
+    ids=["empty", "only-skipped-names", "only-binaries"],
+)
+def test_folder_without_logs(tmp_path: Path, layout: dict[str, bytes]) -> None:
+    root = tmp_path / "job"
+    root.mkdir()
+    for rel, data in layout.items():
+        _write(root / rel, data)
+    with pytest.raises(InputError) as info:
+        discover([str(root)])
+    assert str(info.value) == f"no log files under {root}: expected text, .gz or .zst files"
+
+
+def test_binary_file_given_directly(tmp_path: Path) -> None:
+    path = _write(tmp_path / "core.1234", BINARY)
+    with pytest.raises(InputError) as info:
+        discover([str(path)])
+    assert str(info.value) == f"{path} is a binary file, not a log: pass the job's text/.gz/.zst logs"
+
+
+def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError) as info:
+        discover([str(fifo)])
+    assert str(info.value) == f"{fifo} is not a regular file or folder"
+
+
+@pytest.mark.parametrize(
+    ("blob", "message"),
+    [
+        (gzip.compress(b"line\n" * 1000)[:-6],
+         "t.log: corrupt or truncated gzip (Compressed file ended before the end-of-stream marker was reached); "
+         "re-copy the file"),
+        (gzip.compress(b"line\n") + b"garbage!",
+         "t.log: corrupt or truncated gzip (Not a gzipped file (b'ga')); re-copy the file"),
+        (_zstd_frames(b"line\n" * 1000, b"more\n")[:-3],
+         "t.log: truncated zstd stream (ends inside a frame); re-copy the file"),
+        (_zstd_frames(b"line\n" * 1000)[:12],
+         "t.log: truncated zstd stream (ends inside a frame); re-copy the file"),
+    ],
+    ids=["gzip-truncated", "gzip-trailing-garbage", "zstd-truncated-last-frame", "zstd-truncated-early"],
+)
+def test_corrupt_compressed_file_is_found_on_read(tmp_path: Path, blob: bytes, message: str) -> None:
+    [src] = discover([str(_write(tmp_path / "t.log", blob))])  # the sniff tolerates a truncated stream
+    with pytest.raises(InputError) as info:
+        _read(src, block_size=64)
+    assert str(info.value) == message
+
+
+def test_corrupt_zstd_data(tmp_path: Path) -> None:
+    blob = bytearray(_zstd_frames(b"a line of log text\n" * 200))
+    blob[4:] = b"\xff" * (len(blob) - 4)  # keep the magic, wreck the frame header and data
+    path = _write(tmp_path / "bad.zst", bytes(blob))
+    expected = r"^bad\.zst: corrupt zstd stream \(zstd decompressor error: .+\); re-copy the file$"
+    with pytest.raises(InputError, match=expected):
+        discover([str(path)])  # unlike a truncation, corruption shows in the first bytes
+    src = Source(display="bad.zst", path=path, compression="zstd", size=len(blob))
+    with pytest.raises(InputError, match=expected):
+        _read(src)
+
+
+def _deny_open(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+    real_open = Path.open
+
+    def fake_open(self: Path, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        if self == denied:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", fake_open)
+
+
+def test_unreadable_file_on_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "secret.log", b"text\n")
+    _deny_open(monkeypatch, path)
+    with pytest.raises(InputError) as info:
+        discover([str(path)])
+    assert str(info.value) == f"cannot read {path}: Permission denied"
+
+
+def test_unreadable_file_inside_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path / "job" / "a.log", b"text\n")
+    denied = _write(tmp_path / "job" / "b.log", b"text\n")
+    _deny_open(monkeypatch, denied)
+    with pytest.raises(InputError, match=f"^cannot read {denied}: Permission denied$"):
+        discover([str(tmp_path / "job")])
+
+
+def test_unreadable_file_on_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "later.log", b"text\n")
+    [src] = discover([str(path)])
+    _deny_open(monkeypatch, path)
+    with pytest.raises(InputError) as info:
+        _read(src)
+    assert str(info.value) == f"cannot read {path}: Permission denied"

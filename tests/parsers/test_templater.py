@@ -1,0 +1,177 @@
+"""parsers/templater.py: Drain3 templates behind a digit cache and a masked-line cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from parsers import templater as templater_module
+from parsers.templater import TEMPLATE_CHARS, TemplateCounts, Templater, template_id
+
+
+@pytest.fixture
+def tpl() -> Templater:
+    return Templater()
+
+
+@pytest.mark.parametrize(
+    ("lines", "template"),
+    [
+        ([b"iteration 10 loss 2.5", b"iteration 2000 loss 3.75", b"iteration 7 loss 11"],
+         "iteration <NUM> loss <NUM>"),
+        ([b"Saving checkpoint to /ckpt/step_100", b"Saving checkpoint to /other/place/step_2"],
+         "Saving checkpoint to <PATH>"),
+        ([b"node3:11:12 [0] NCCL WARN peer 10.0.0.1<80> closed",
+          b"gpu-node-17:1:2 [7] NCCL WARN peer 10.9.9.9<1> closed"],
+         "<HOST> [<NUM>] NCCL WARN peer <IP> closed"),
+        ([b"[rank0]: step 1 done", b"[rank12]: step 99 done", b"step 5 done"], "step <NUM> done"),
+        ([b"step 1 done\r", b"step 1 done"], "step <NUM> done"),
+    ],
+    ids=["numbers", "paths", "nccl-host-ip", "rank-prefixes", "crlf"],
+)
+def test_lines_differing_only_in_values_share_a_template(tpl: Templater, lines: list[bytes], template: str) -> None:
+    indexes = {tpl.template_index(line) for line in lines}
+    assert len(indexes) == 1
+    assert tpl.template(indexes.pop()) == template
+
+
+def test_different_messages_get_different_templates(tpl: Templater) -> None:
+    lines = [
+        b"iteration 10 loss 2.5",
+        b"Saving checkpoint to /a/b",
+        b"Loading checkpoint from /a/b",
+        b"RuntimeError: CUDA error: an illegal memory access was encountered",
+        b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        b"Traceback (most recent call last):",
+    ]
+    indexes = [tpl.template_index(line) for line in lines]
+    assert indexes == list(range(len(lines)))  # indexes are handed out in order of first sight
+    assert [tpl.template(i) for i in indexes] == [
+        "iteration <NUM> loss <NUM>",
+        "Saving checkpoint to <PATH>",
+        "Loading checkpoint from <PATH>",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <NUM> GiB",
+        "Traceback (most recent call last):",
+    ]
+
+
+def test_drain_generalises_words_that_vary(tpl: Templater) -> None:
+    first = tpl.template_index(b"Loading dataset train")
+    assert tpl.template(first) == "Loading dataset train"
+    assert tpl.template_index(b"Loading dataset valid") == first
+    assert tpl.template(first) == "Loading dataset <*>"
+
+
+BLOCK = (
+    b"starting job\n"  # 11
+    b"[rank0]: iteration 1 loss 2.5\n"  # 12
+    b"[rank1]: iteration 1 loss 2.6\n"  # 13
+    b"\n"  # 14: counted as a line, not templated
+    b"[rank0]: iteration 2 loss 2.4\r\n"  # 15
+    b"[rank1]: iteration 2 loss 2.3\n"  # 16
+    b"[rank0]: iteration 3 loss 2.2\n"  # 17
+    b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"  # 18
+)
+
+
+def test_count_block_per_template(tpl: Templater) -> None:
+    counts = TemplateCounts()
+    tpl.count_block(BLOCK, 10, counts, ranked=False)
+    start, it, err = (tpl.template_index(x) for x in (b"starting job", b"iteration 1 loss 1", b"RuntimeError: CUDA "
+                                                       b"error: an illegal memory access was encountered"))
+    assert (start, it, err) == (0, 1, 2)
+    assert counts.lines == 8
+    assert counts.stats == {
+        (None, start): [1, 11, b"starting job", 11, b"starting job"],
+        (None, it): [5, 12, b"[rank0]: iteration 1 loss 2.5", 17, b"[rank0]: iteration 3 loss 2.2"],
+        (None, err): [1, 18, b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+                      18, b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered"],
+    }
+
+
+def test_count_block_ranked_splits_by_rank_prefix(tpl: Templater) -> None:
+    counts = TemplateCounts()
+    tpl.count_block(BLOCK, 10, counts, ranked=True)
+    it = tpl.template_index(b"iteration 1 loss 1")
+    assert counts.lines == 8
+    assert counts.stats[(0, it)] == [3, 12, b"[rank0]: iteration 1 loss 2.5", 17, b"[rank0]: iteration 3 loss 2.2"]
+    assert counts.stats[(1, it)] == [2, 13, b"[rank1]: iteration 1 loss 2.6", 16, b"[rank1]: iteration 2 loss 2.3"]
+    assert set(counts.stats) == {(None, 0), (0, it), (1, it), (1, 2)}  # the banner has no rank prefix
+
+
+def test_crlf_line_is_kept_raw_in_the_tallies(tpl: Templater) -> None:
+    counts = TemplateCounts()
+    tpl.count_block(b"step 1 done\r\nstep 2 done\r\n", 0, counts, ranked=False)
+    assert counts.stats == {(None, 0): [2, 1, b"step 1 done\r", 2, b"step 2 done\r"]}
+    assert tpl.template(0) == "step <NUM> done"
+    assert tpl.template_index(b"step 3 done") == 0
+
+
+@pytest.mark.parametrize(
+    ("block", "lines", "templated"),
+    [
+        (b"", 0, 0),
+        (b"\n", 1, 0),
+        (b"\n\n\n", 3, 0),
+        (b"a\n\nb", 3, 2),
+        (b"a\n\nb\n", 3, 2),
+        (b"no newline", 1, 1),
+        (b"\r\n\r\n", 2, 0),
+        (b"a\r\n\r\nb\r\n", 3, 2),
+        (b"a\r\n\r\r\nb", 3, 2),
+    ],
+)
+def test_empty_lines_are_counted_but_not_templated(tpl: Templater, block: bytes, lines: int, templated: int) -> None:
+    counts = TemplateCounts()
+    tpl.count_block(block, 0, counts, ranked=False)
+    assert counts.lines == lines
+    assert sum(entry[0] for entry in counts.stats.values()) == templated
+
+
+def test_counting_across_blocks_continues_line_numbers(tpl: Templater) -> None:
+    counts = TemplateCounts()
+    for block in (b"step 1 done\nhello world\n", b"step 2 done\n", b"\nstep 3 done\n"):
+        tpl.count_block(block, counts.lines, counts, ranked=False)
+    step, hello = tpl.template_index(b"step 1 done"), tpl.template_index(b"hello world")
+    assert counts.lines == 5
+    assert counts.stats == {
+        (None, step): [3, 1, b"step 1 done", 5, b"step 3 done"],
+        (None, hello): [1, 2, b"hello world", 2, b"hello world"],
+    }
+
+
+def test_long_lines_are_templated_on_their_head(tpl: Templater) -> None:
+    head = b"x" * (TEMPLATE_CHARS - 10) + b" payload z"
+    assert len(head) == TEMPLATE_CHARS
+    a = tpl.template_index(head + b"tail one " * 50)
+    b = tpl.template_index(head + b" another tail " * 90)
+    assert a == b
+    assert tpl.template(a) == head.decode()
+
+
+def test_non_utf8_line_is_templated(tpl: Templater) -> None:
+    index = tpl.template_index(b"caf\xe9 error 12 \xff")
+    assert tpl.template(index) == "caf\ufffd error <NUM> \ufffd"
+
+
+def test_fast_cache_reset_keeps_answers(tpl: Templater, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(templater_module, "FAST_CACHE_MAX", 2)
+    lines = [b"step 1 done", b"job 22 started", b"step 333 done", b"job 4 started", b"rank 5 ok", b"step 66 done"]
+    assert [tpl.template_index(line) for line in lines] == [0, 1, 0, 1, 2, 0]
+    assert len(tpl._fast) <= 2
+
+
+def test_template_id_is_stable_and_by_value() -> None:
+    # Fixed values: ids must agree across processes and runs (files are scanned in parallel).
+    assert template_id("iteration <NUM> loss <NUM>") == "ef9a21c05584"
+    assert template_id("") == "ddd9c40767f9"
+    assert template_id("Saving checkpoint to <PATH>") == template_id("Saving checkpoint to <PATH>")
+    assert template_id("Saving checkpoint to <PATH>") != template_id("Loading checkpoint from <PATH>")
+
+
+def test_separate_templaters_agree_on_template_text() -> None:
+    lines = [b"iteration 10 loss 2.5", b"Saving checkpoint to /a/b", b"[rank3]: step 4 done"]
+    one, two = Templater(), Templater()
+    texts_one = [one.template(one.template_index(line)) for line in lines]
+    texts_two = [two.template(two.template_index(line)) for line in reversed(lines)]
+    assert [template_id(t) for t in texts_one] == [template_id(t) for t in reversed(texts_two)]
