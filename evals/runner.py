@@ -1,0 +1,67 @@
+"""Running triage over an evaluation set and scoring it (`crashcart eval DIR`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from crashcart.errors import CrashcartError
+from crashcart.report import Report
+from evals.dataset import LabeledCase, load_evalset
+from evals.metrics import CaseResult, EvalReport, compute_metrics
+
+TriageFn = Callable[[list[str]], Report]
+
+
+def evaluate(
+    root: Path,
+    triage_fn: TriageFn | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> EvalReport:
+    """Triage every case of the set at `root` and score the diagnoses against the labels.
+
+    A `CrashcartError` on one case (an unreadable log) is recorded on that case and the run goes on, so
+    one bad case cannot hide the figures of the rest; any other exception is a bug and propagates.
+    `on_result` is called after each case, for a progress display.
+    """
+    root = Path(root)
+    cases = load_evalset(root)
+    if triage_fn is None:
+        from crashcart.api import triage as triage_fn  # lazy: the whole pipeline loads only when needed
+    results: list[CaseResult] = []
+    for case in cases:
+        result = run_case(case, root, triage_fn)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return compute_metrics(results)
+
+
+def run_case(case: LabeledCase, root: Path, triage_fn: TriageFn) -> CaseResult:
+    """Triage one case, timed; its label and the prediction side by side."""
+    expected = {
+        "id": case.id,
+        "expected_class": case.failure_class,
+        "expected_action": case.action,
+        "expected_evidence": case.evidence,
+        "expected_faulty_nodes": case.faulty_nodes,
+    }
+    start = time.perf_counter()
+    try:
+        report = triage_fn([str(case.resolve(root))])
+    except CrashcartError as exc:
+        return CaseResult(
+            **expected, seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}"
+        )
+    seconds = time.perf_counter() - start
+    d = report.diagnosis
+    return CaseResult(
+        **expected,
+        predicted_class=d.failure_class,
+        predicted_action=d.action,
+        predicted_evidence=[e.text for e in d.evidence],
+        predicted_faulty_nodes=d.faulty_nodes,
+        predicted_faulty_ranks=d.faulty_ranks,
+        seconds=seconds,
+    )
