@@ -117,7 +117,18 @@ def load_rule_file(path: Path) -> list[Rule]:
 
 def load_rules(paths: list[Path] | None = None) -> list[Rule]:
     """All shipped signatures (or those in `paths`), with ids checked to be unique."""
-    files = paths if paths is not None else sorted(SIGNATURE_DIR.glob("*.yaml"))
+    if paths is None:
+        return list(_shipped_rules())
+    return _load_files(paths)
+
+
+@lru_cache(maxsize=1)
+def _shipped_rules() -> tuple[Rule, ...]:
+    """The shipped library, parsed and validated once per process (rules are frozen records)."""
+    return tuple(_load_files(sorted(SIGNATURE_DIR.glob("*.yaml"))))
+
+
+def _load_files(files: list[Path]) -> list[Rule]:
     rules: list[Rule] = []
     seen: dict[str, Path] = {}
     for path in files:

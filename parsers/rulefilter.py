@@ -30,8 +30,23 @@ def _flags(rule: Rule) -> int:
     return hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if rule.ignore_case else 0)
 
 
+_DATABASES: dict[tuple[tuple[str, bool], ...], hyperscan.Database] = {}
+_DATABASES_MAX = 4
+
+
 def compile_database(rules: Sequence[Rule]) -> hyperscan.Database:
-    """One block-mode database of all rules; a pattern Hyperscan rejects is named in the error."""
+    """One block-mode database of all rules (cached per rule set in this process)."""
+    key = tuple((r.pattern, r.ignore_case) for r in rules)
+    db = _DATABASES.get(key)
+    if db is None:
+        if len(_DATABASES) >= _DATABASES_MAX:
+            _DATABASES.clear()
+        db = _DATABASES[key] = _compile(rules)
+    return db
+
+
+def _compile(rules: Sequence[Rule]) -> hyperscan.Database:
+    """Compile the rules; a pattern Hyperscan rejects is named in the error."""
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     if not rules:
         return db

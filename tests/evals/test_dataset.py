@@ -15,8 +15,7 @@ from knowledge.taxonomy import Action, FailureClass
 REPO = Path(__file__).resolve().parents[2]
 DEV_CANDIDATES = [
     os.environ.get("CRASHCART_DEV_EVALSET", ""),
-    str(REPO / "shared" / "evalsets" / "dev"),
-    "/work/shared/evalsets/dev",
+    str(REPO.parent / "shared" / "evalsets" / "dev"),
 ]
 
 

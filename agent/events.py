@@ -1,0 +1,164 @@
+"""The job's event sequence: one time-ordered list of tagged events built from rule hits and templates.
+
+Repeated lines collapse into one event per (signature, node, rank) with a count, so the sequence stays
+small however long the logs are.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from knowledge.rules import Role, Stage
+from knowledge.taxonomy import Action, FailureClass
+from parsers.models import FileScan, RuleHit, Strict
+
+
+class _EventBase(Strict):
+    time: datetime | None = None
+    file: str
+    line: int
+    node: str | None = None
+    rank: int | None = None
+    text: str
+    count: int = 1
+
+
+class _SignalBase(_EventBase):
+    rule_id: str
+    failure_class: FailureClass
+    action: Action
+    role: Role
+    priority: int
+    stage: Stage | None = None
+
+
+class FailureEvent(_SignalBase):
+    """A failure signature fired (exception, OOM, I/O error, NCCL error ...)."""
+
+    kind: Literal["failure"] = "failure"
+
+
+class XidEvent(_SignalBase):
+    """An NVIDIA XID reported by the kernel driver."""
+
+    kind: Literal["xid"] = "xid"
+    xid: int
+
+
+class CollectiveTimeoutEvent(_SignalBase):
+    """A collective that did not finish in time (the usual symptom on the healthy ranks)."""
+
+    kind: Literal["collective_timeout"] = "collective_timeout"
+    op: str | None = None
+    seq: int | None = None
+
+
+class ProgressEvent(_EventBase):
+    """The last training iteration a node/rank reported."""
+
+    kind: Literal["progress"] = "progress"
+    iteration: int
+
+
+class CheckpointEvent(_EventBase):
+    """A checkpoint save or load the job reported."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    op: Literal["save", "load"]
+
+
+Event = Annotated[
+    FailureEvent | XidEvent | CollectiveTimeoutEvent | ProgressEvent | CheckpointEvent,
+    Field(discriminator="kind"),
+]
+
+
+_PROGRESS_TEMPLATE = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b[^|]{0,12}<NUM>")
+_PROGRESS_VALUE = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b\D{0,12}?(\d+)")
+_LOAD_WORDS = re.compile(r"(?i)\bload")
+
+
+def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | CollectiveTimeoutEvent:
+    ref = hit.ref
+    base = dict(
+        time=ref.time, file=ref.file, line=ref.line, node=ref.node, rank=ref.rank, text=ref.text,
+        count=count, rule_id=hit.rule_id, failure_class=hit.failure_class, action=hit.action,
+        role=hit.role, priority=hit.priority, stage=hit.stage,
+    )
+    xid = hit.captures.get("xid", "")
+    if xid.isdigit():
+        return XidEvent(xid=int(xid), **base)
+    if hit.failure_class is FailureClass.COLLECTIVE_TIMEOUT:
+        seq = hit.captures.get("seq", "")
+        op = hit.captures.get("op")
+        return CollectiveTimeoutEvent(op=op, seq=int(seq) if seq.isdigit() else None, **base)
+    return FailureEvent(**base)
+
+
+def _hit_events(scans: list[FileScan]) -> list[Event]:
+    """One event per (rule, node, rank, file): its first line, with how many lines it stands for."""
+    groups: dict[tuple[str, str | None, int | None, str], list[RuleHit]] = {}
+    for scan in scans:
+        for hit in scan.hits:
+            groups.setdefault((hit.rule_id, hit.ref.node, hit.ref.rank, scan.file), []).append(hit)
+    events: list[Event] = []
+    for hits in groups.values():
+        first = hits[0]
+        if first.role is Role.CONTEXT and first.stage is Stage.CHECKPOINT:
+            op = "load" if _LOAD_WORDS.search(first.ref.text) else "save"
+            events.append(CheckpointEvent(
+                time=first.ref.time, file=first.ref.file, line=first.ref.line, node=first.ref.node,
+                rank=first.ref.rank, text=first.ref.text, count=len(hits), op=op,
+            ))
+        elif first.role is not Role.CONTEXT:
+            events.append(_signal_event(first, len(hits)))
+    return events
+
+
+def _progress_events(scans: list[FileScan]) -> list[Event]:
+    """The last iteration each node/rank reported, read off its progress template's last line."""
+    latest: dict[tuple[str | None, int | None, str], ProgressEvent] = {}
+    for scan in scans:
+        for stat in scan.templates:
+            if not _PROGRESS_TEMPLATE.search(stat.template):
+                continue
+            value = _PROGRESS_VALUE.search(stat.last.text)
+            if value is None:
+                continue
+            last = stat.last
+            event = ProgressEvent(
+                time=last.time, file=last.file, line=last.line, node=last.node, rank=last.rank,
+                text=last.text, count=stat.count, iteration=int(value.group(1)),
+            )
+            key = (stat.node, stat.rank, scan.file)
+            if key not in latest or latest[key].line < event.line:
+                latest[key] = event
+    return list(latest.values())
+
+
+def build_events(scans: list[FileScan]) -> list[Event]:
+    """The job's events in one order: by time where lines carry one, else by file and line.
+
+    A line without a timestamp takes the time of the nearest earlier timed event of its file, so
+    untimed tracebacks stay next to the timed lines around them.
+    """
+    events = _hit_events(scans) + _progress_events(scans)
+    file_order = {scan.file: i for i, scan in enumerate(scans)}
+    events.sort(key=lambda e: (file_order[e.file], e.line))
+    effective: list[tuple[datetime | None, int, int]] = []
+    last_time: dict[str, datetime | None] = {}
+    for event in events:
+        if event.time is not None:
+            last_time[event.file] = event.time
+        effective.append((last_time.get(event.file), file_order[event.file], event.line))
+    ranked = sorted(zip(effective, events, strict=True), key=lambda pair: _order_key(pair[0]))
+    return [event for _, event in ranked]
+
+
+def _order_key(key: tuple[datetime | None, int, int]) -> tuple[bool, datetime, int, int]:
+    when, file_index, line = key
+    return (when is None, when or datetime.min, file_index, line)

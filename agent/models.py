@@ -1,0 +1,49 @@
+"""The diagnosis record: what failed, where, the lines that prove it, and what to do next."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from knowledge.rules import Role, Stage
+from knowledge.taxonomy import Action, FailureClass
+from parsers.models import Strict
+
+
+class Evidence(Strict):
+    """A log line that supports the diagnosis, with its provenance."""
+
+    file: str
+    line: int
+    text: str
+    node: str | None = None
+    rank: int | None = None
+    time: datetime | None = None
+    rule_id: str | None = None
+    role: Role | None = None
+
+
+class Alternative(Strict):
+    """A class the evidence also points to, ranked below the chosen one."""
+
+    failure_class: FailureClass
+    score: float
+
+
+class Diagnosis(Strict):
+    """One root cause for the job (the contract of DEVELOPERS.md plus what operators need)."""
+
+    failure_class: FailureClass
+    action: Action
+    confidence: float = Field(ge=0.0, le=1.0)
+    summary: str
+    faulty_nodes: list[str] = []
+    faulty_ranks: list[int] = []
+    stage: Stage | None = None
+    iteration: int | None = None
+    evidence: list[Evidence] = []
+    mitigation: list[str] = []
+    decided_by: Literal["rules", "memory", "llm", "none"] = "rules"
+    alternatives: list[Alternative] = []

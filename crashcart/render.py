@@ -1,0 +1,88 @@
+"""Rendering a Report for people (terminal, Markdown) and machines (JSON)."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from crashcart.report import Report
+
+_CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
+
+
+def to_json(report: Report) -> str:
+    """The contract object: diagnosis.failure_class, action, faulty_nodes, evidence[file, line, text], ..."""
+    return report.model_dump_json(indent=2)
+
+
+def _where(report: Report) -> str:
+    d = report.diagnosis
+    parts = []
+    if d.faulty_nodes:
+        parts.append("nodes: " + ", ".join(d.faulty_nodes))
+    if d.faulty_ranks:
+        parts.append("ranks: " + ", ".join(map(str, d.faulty_ranks)))
+    if d.stage is not None:
+        parts.append("stage: " + d.stage.value + (f" (iteration {d.iteration})" if d.iteration is not None else ""))
+    return "; ".join(parts) or "not localised to a node"
+
+
+def _cite(file: str, line: int) -> str:
+    return f"{file}:{line}"
+
+
+def to_terminal(report: Report) -> RenderableType:
+    """A compact screen: verdict panel, evidence table, next steps, and what was read."""
+    d = report.diagnosis
+    style = _CLASS_STYLE.get(d.failure_class.value, "bold red")
+    head = Text.assemble(
+        (d.failure_class.value, style), "  →  ", (d.action.value, "bold"),
+        f"   confidence {d.confidence:.2f}\n", d.summary, "\n", (_where(report), "dim"),
+    )
+    evidence = Table(show_header=True, header_style="bold", expand=True, box=None)
+    evidence.add_column("where", no_wrap=True, style="cyan")
+    evidence.add_column("node/rank", no_wrap=True)
+    evidence.add_column("line", overflow="fold")
+    for ev in d.evidence:
+        who = "/".join(x for x in (ev.node, None if ev.rank is None else f"rank{ev.rank}") if x) or "-"
+        evidence.add_row(_cite(ev.file, ev.line), who, ev.text[:400])
+    steps = Text("\n".join(f"{i}. {s}" for i, s in enumerate(d.mitigation, 1)) or "-")
+    st = report.stats
+    footer = Text(
+        f"{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB, {st.rule_hits:,} rule hits, "
+        f"{st.templates:,} templates in {st.seconds:.2f}s ({st.mb_per_s:.0f} MB/s)",
+        style="dim",
+    )
+    return Group(
+        Panel(head, title="crashcart diagnosis", border_style=style),
+        Panel(evidence, title="evidence"),
+        Panel(steps, title="next steps"),
+        footer,
+    )
+
+
+def to_markdown(report: Report) -> str:
+    """Markdown fit to paste into an incident channel."""
+    d = report.diagnosis
+    lines = [
+        f"**crashcart: `{d.failure_class.value}` → `{d.action.value}`** (confidence {d.confidence:.2f})",
+        "",
+        d.summary,
+        "",
+        f"*{_where(report)}*",
+        "",
+        "**Evidence**",
+        "",
+    ]
+    for ev in d.evidence:
+        who = " ".join(x for x in (ev.node, None if ev.rank is None else f"rank {ev.rank}") if x)
+        lines.append(f"- `{_cite(ev.file, ev.line)}`{' (' + who + ')' if who else ''}")
+        lines.append(f"  ```\n  {ev.text[:400].replace('```', '` ` `')}\n  ```")
+    if d.mitigation:
+        lines += ["", "**Next steps**", ""]
+        lines += [f"{i}. {step}" for i, step in enumerate(d.mitigation, 1)]
+    st = report.stats
+    lines += ["", f"_{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s_"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,35 @@
+"""The triage report: the diagnosis plus the facts behind it, as one record for JSON, Markdown or a terminal."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from agent.events import Event
+from agent.models import Diagnosis
+from parsers.models import Strict
+
+REPORT_VERSION = 1
+
+
+class ScanStats(Strict):
+    """How much was read and how fast."""
+
+    files: int
+    lines: int
+    bytes: int
+    rule_hits: int
+    templates: int
+    seconds: float
+    mb_per_s: float
+
+
+class Report(Strict):
+    """What `crashcart triage` returns."""
+
+    version: int = REPORT_VERSION
+    paths: list[str]
+    diagnosis: Diagnosis
+    events: list[Event] = []
+    events_omitted: int = 0
+    stats: ScanStats
+    timings: dict[str, float] = Field(default_factory=dict)

@@ -1,0 +1,88 @@
+"""build_events: hits grouped per (rule, node, rank, file), tagged by kind, and put in one time order."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import TypeAdapter
+
+from agent.events import (
+    CheckpointEvent,
+    CollectiveTimeoutEvent,
+    Event,
+    FailureEvent,
+    ProgressEvent,
+    XidEvent,
+    build_events,
+)
+from knowledge.rules import Role, Stage
+from knowledge.taxonomy import Action, FailureClass
+from parsers.models import FileScan, LineRef, RuleHit, TemplateStat
+
+
+def _hit(file: str, line: int, text: str, cls: FailureClass = FailureClass.STORAGE, *, rule: str = "r",
+         role: Role = Role.ROOT_CAUSE, node: str | None = None, rank: int | None = None,
+         time: datetime | None = None, captures: dict[str, str] | None = None,
+         stage: Stage | None = None) -> RuleHit:
+    return RuleHit(
+        rule_id=rule, failure_class=cls, action=Action.FIX_JOB, role=role, priority=50, stage=stage,
+        ref=LineRef(file=file, line=line, text=text, node=node, rank=rank, time=time), captures=captures or {},
+    )
+
+
+def _scan(file: str, hits: list[RuleHit], templates: list[TemplateStat] = ()) -> FileScan:
+    return FileScan(file=file, lines=100, bytes=1000, hits=hits, templates=list(templates))
+
+
+def test_repeated_hits_collapse_into_one_event_with_a_count() -> None:
+    hits = [_hit("a.log", n, "OSError: [Errno 5] Input/output error", rank=0) for n in (5, 9, 12)]
+    events = build_events([_scan("a.log", hits)])
+    assert len(events) == 1
+    assert isinstance(events[0], FailureEvent)
+    assert (events[0].line, events[0].count) == (5, 3)
+
+
+def test_kinds_xid_timeout_checkpoint() -> None:
+    hits = [
+        _hit("k.log", 1, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1", FailureClass.GPU_HARDWARE, rule="xid",
+             captures={"xid": "79"}),
+        _hit("k.log", 2, "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE",
+             FailureClass.COLLECTIVE_TIMEOUT, rule="wd", role=Role.SYMPTOM, captures={"seq": "12", "op": "ALLREDUCE"}),
+        _hit("k.log", 3, "loading checkpoint from /ckpt at iteration 100", FailureClass.STORAGE, rule="ck",
+             role=Role.CONTEXT, stage=Stage.CHECKPOINT),
+        _hit("k.log", 4, "cluster state healthy", FailureClass.STORAGE, rule="ctx", role=Role.CONTEXT),
+    ]
+    events = build_events([_scan("k.log", hits)])
+    assert [type(e) for e in events] == [XidEvent, CollectiveTimeoutEvent, CheckpointEvent]
+    assert events[0].xid == 79
+    assert (events[1].seq, events[1].op) == (12, "ALLREDUCE")
+    assert events[2].op == "load"
+
+
+def test_time_order_across_files_and_untimed_lines_inherit_their_files_time() -> None:
+    a = _scan("a.log", [
+        _hit("a.log", 10, "x", rule="a1", time=datetime(2024, 1, 1, 12, 5)),
+        _hit("a.log", 11, "traceback line without time", rule="a2"),
+    ])
+    b = _scan("b.log", [_hit("b.log", 99, "y", rule="b1", time=datetime(2024, 1, 1, 12, 1))])
+    events = build_events([a, b])
+    assert [(e.file, e.line) for e in events] == [("b.log", 99), ("a.log", 10), ("a.log", 11)]
+
+
+def test_progress_event_from_the_last_line_of_an_iteration_template() -> None:
+    first = LineRef(file="a.log", line=1, text=" iteration      10/  500 | lm loss: 2.1 |", rank=0)
+    last = LineRef(file="a.log", line=90, text=" iteration     1200/  500 | lm loss: 1.9 |", rank=0)
+    stat = TemplateStat(template_id="t", template=" iteration <NUM>/ <NUM> | lm loss: <NUM> |", rank=0, count=50,
+                        first=first, last=last)
+    other = TemplateStat(template_id="u", template="hello <NUM>", count=1, first=first, last=first)
+    events = build_events([_scan("a.log", [], [stat, other])])
+    assert len(events) == 1 and isinstance(events[0], ProgressEvent)
+    assert (events[0].iteration, events[0].line, events[0].count) == (1200, 90, 50)
+
+
+def test_events_round_trip_through_json_unchanged() -> None:
+    hits = [_hit("k.log", 1, "Xid 48", FailureClass.GPU_HARDWARE, rule="xid", captures={"xid": "48"}),
+            _hit("k.log", 2, "boom", rule="f")]
+    events = build_events([_scan("k.log", hits)])
+    adapter = TypeAdapter(list[Event])
+    assert adapter.validate_json(adapter.dump_json(events)) == events

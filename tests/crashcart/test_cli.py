@@ -1,0 +1,128 @@
+"""The console command: the JSON contract, the human formats, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashcart import cli
+
+OOM_LOG = (
+    "[rank0]: iteration      100/  5000 | lm loss: 2.31 |\n"
+    "[rank3]: iteration      100/  5000 | lm loss: 2.30 |\n"
+    "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB. GPU 3 has a total"
+    " capacity of 79.10 GiB of which 98.00 MiB is free.\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+)
+
+
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["crashcart", *args])
+    monkeypatch.delenv("CRASHCART_DEBUG", raising=False)
+    code = 0
+    try:
+        cli.main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture()
+def oom_log(tmp_path: Path) -> Path:
+    path = tmp_path / "train.log"
+    path.write_text(OOM_LOG)
+    return path
+
+
+def test_json_contract(monkeypatch, capsys, oom_log: Path) -> None:
+    code, out, _ = run(monkeypatch, capsys, "triage", str(oom_log), "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    d = report["diagnosis"]
+    assert d["failure_class"] == "gpu_oom"
+    assert d["action"] == "fix_job"
+    assert isinstance(d["faulty_nodes"], list)
+    assert d["faulty_ranks"] == [3]
+    first = d["evidence"][0]
+    assert (first["file"], first["line"]) == ("train.log", 3)
+    assert "CUDA out of memory" in first["text"]
+    assert report["stats"]["lines"] == 4
+
+
+def test_text_and_markdown_formats(monkeypatch, capsys, oom_log: Path) -> None:
+    code, out, _ = run(monkeypatch, capsys, "triage", str(oom_log))
+    assert code == 0 and "gpu_oom" in out and "train.log:3" in out
+    code, out, _ = run(monkeypatch, capsys, "triage", str(oom_log), "--format", "md")
+    assert code == 0
+    assert out.startswith("**crashcart: `gpu_oom` → `fix_job`**")
+    assert "`train.log:3`" in out and "**Next steps**" in out
+
+
+def test_stdin(monkeypatch, capsys) -> None:
+    class FakeStdin:
+        buffer = __import__("io").BytesIO(OOM_LOG.encode())
+
+    monkeypatch.setattr(sys, "stdin", FakeStdin())
+    code, out, _ = run(monkeypatch, capsys, "triage", "-", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["diagnosis"]["evidence"][0]["file"] == "<stdin>"
+
+
+def _truncated_gzip(tmp_path: Path) -> Path:
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(gzip.compress(("line of a log that goes on\n" * 5000).encode())[:300])
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p / "missing.log", "no such file or folder"),
+        (lambda p: (p / "empty").mkdir() or p / "empty", "no log files under"),
+        (lambda p: (p / "x.bin").write_bytes(bytes(range(256)) * 64) and p / "x.bin", "is a binary file"),
+        (_truncated_gzip, "truncated gzip"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path: Path, make, message: str) -> None:
+    code, out, err = run(monkeypatch, capsys, "triage", str(make(tmp_path)))
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("crashcart: error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_odd_but_valid_input_is_read(monkeypatch, capsys, tmp_path: Path) -> None:
+    (tmp_path / "empty.log").write_bytes(b"")
+    (tmp_path / "crlf.log").write_bytes(b"epoch 1 ok\r\nOSError: [Errno 28] No space left on device\r\n")
+    (tmp_path / "latin1.log").write_bytes(b"caf\xe9 \xff\xfe step 3\n")
+    (tmp_path / "huge.log").write_bytes(b"x" * (10 << 20) + b"\n")
+    code, out, _ = run(monkeypatch, capsys, "triage", str(tmp_path), "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["diagnosis"]["failure_class"] == "storage"
+    assert report["diagnosis"]["evidence"][0]["text"] == "OSError: [Errno 28] No space left on device"
+    assert report["stats"]["files"] == 4
+
+
+def test_debug_env_reraises(monkeypatch, capsys, tmp_path: Path) -> None:
+    monkeypatch.setattr(sys, "argv", ["crashcart", "triage", str(tmp_path / "nope")])
+    monkeypatch.setenv("CRASHCART_DEBUG", "1")
+    from crashcart.errors import InputError
+
+    with pytest.raises(InputError):
+        cli.main()
+
+
+def test_console_script_runs_as_a_process(oom_log: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "crashcart.cli", "triage", str(oom_log), "--format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["diagnosis"]["failure_class"] == "gpu_oom"
