@@ -1,0 +1,107 @@
+"""Runbooks: the concrete next steps an operator takes for each failure class, loaded from runbooks.yaml.
+
+Steps are data, not code, so operators can edit them without touching the diagnosis. A step may name the
+faulty nodes with `{nodes}` (comma-joined, as Slurm takes them) or `{nodes_space}` (space-separated, as
+kubectl takes them); when no node is known those render as "<the faulty node>".
+"""
+
+from __future__ import annotations
+
+import string
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from crashcart.errors import KnowledgeError
+from knowledge.taxonomy import FailureClass
+
+RUNBOOK_FILE = Path(__file__).parent / "runbooks.yaml"
+SCHEMA_VERSION = 1
+PLACEHOLDERS = frozenset({"nodes", "nodes_space"})
+UNKNOWN_NODE = "<the faulty node>"
+
+
+class Runbook(BaseModel):
+    """What to do about one failure class."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str = Field(min_length=4)
+    summary: str = Field(min_length=8)
+    steps: list[str] = Field(min_length=1)
+    escalate_to: str | None = None
+
+    @field_validator("steps")
+    @classmethod
+    def _placeholders_known(cls, steps: list[str]) -> list[str]:
+        for step in steps:
+            try:
+                fields = {name for _, name, _, _ in string.Formatter().parse(step) if name is not None}
+            except ValueError as exc:
+                raise ValueError(f"step has a malformed placeholder: {step!r}: {exc}") from exc
+            unknown = fields - PLACEHOLDERS
+            if unknown:
+                raise ValueError(f"step uses unknown placeholder(s) {sorted(unknown)}: {step!r}")
+        return steps
+
+    @property
+    def needs_nodes(self) -> bool:
+        """True when some step names the faulty node(s)."""
+        return any("{nodes" in step for step in self.steps)
+
+    def render(self, nodes: list[str]) -> list[str]:
+        """The steps with the faulty nodes filled in."""
+        joined = ",".join(nodes) if nodes else UNKNOWN_NODE
+        spaced = " ".join(nodes) if nodes else UNKNOWN_NODE
+        return [step.format(nodes=joined, nodes_space=spaced) for step in self.steps]
+
+
+class RunbookFile(BaseModel):
+    """The shape of runbooks.yaml: one runbook per taxonomy class, no more, no less."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = SCHEMA_VERSION
+    runbooks: dict[FailureClass, Runbook]
+
+    @model_validator(mode="after")
+    def _every_class(self) -> RunbookFile:
+        missing = sorted(c.value for c in FailureClass if c not in self.runbooks)
+        if missing:
+            raise ValueError(f"runbooks missing for: {', '.join(missing)}")
+        return self
+
+
+def load_runbook_file(path: Path) -> dict[FailureClass, Runbook]:
+    """Load and validate a runbooks file; any problem is a KnowledgeError naming the file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        parsed = RunbookFile.model_validate(raw)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise KnowledgeError(f"invalid runbook file {path}: {_describe(exc)}") from exc
+    if parsed.version != SCHEMA_VERSION:
+        raise KnowledgeError(f"runbook file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
+    return dict(parsed.runbooks)
+
+
+@lru_cache(maxsize=1)
+def load_runbooks() -> dict[FailureClass, Runbook]:
+    """The shipped runbooks, one per failure class (cached: the file does not change at run time)."""
+    return load_runbook_file(RUNBOOK_FILE)
+
+
+def mitigation_steps(failure_class: FailureClass, nodes: list[str]) -> list[str]:
+    """The runbook steps for `failure_class`, with the faulty nodes (deduplicated, in order) filled in."""
+    unique = list(dict.fromkeys(n for n in nodes if n))
+    return load_runbooks()[failure_class].render(unique)
+
+
+def _describe(exc: Exception) -> str:
+    """One line that says what is wrong and where, for the KnowledgeError message."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,359 @@
+"""The shipped signature library: loads, covers the taxonomy, agrees in RE2 and Hyperscan, ranks sensibly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hyperscan
+import pytest
+
+from crashcart.errors import KnowledgeError
+from knowledge.rules import SIGNATURE_DIR, Role, Rule, load_rule_file, load_rules
+from knowledge.taxonomy import FailureClass
+
+ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
+
+HEALTHY_LOG = """\
+W0501 10:00:00.000000 139 torch/distributed/run.py:779] *****************************************
+W0501 10:00:00.000000 139 torch/distributed/run.py:779] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
+using world size: 16, data-parallel size: 2, context-parallel size: 1, tensor-model-parallel size: 8, pipeline-model-parallel size: 1
+------------------------ arguments ------------------------
+  accumulate_allreduce_grads_in_fp32 .............. True
+  check_for_nan_in_loss_and_grad .................. True
+  clip_grad ....................................... 1.0
+  data_path ....................................... ['/data/pile/pile_text_document']
+  distributed_timeout_minutes ..................... 10
+  empty_unused_memory_level ....................... 0
+  exit_on_missing_checkpoint ...................... False
+  bf16 ............................................ True
+  fp16 ............................................ False
+  loss_scale ...................................... None
+  loss_scale_window ............................... 1000
+  no_load_optim ................................... None
+  no_save_optim ................................... None
+  save ............................................ /ckpt/gpt-13b
+  save_interval ................................... 500
+  use_distributed_optimizer ....................... True
+  use_flash_attn .................................. True
+  world_size ...................................... 16
+-------------------- end of arguments ---------------------
+> initializing torch distributed ...
+[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu-node-01]:29500 (errno: 111 - Connection refused).
+[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).
+gpu-node-01:2211:2211 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>
+gpu-node-01:2211:2211 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.
+gpu-node-01:2211:2211 [0] NCCL INFO cudaDriverVersion 12040
+NCCL version 2.21.5+cuda12.4
+gpu-node-01:2211:2290 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>
+gpu-node-01:2211:2290 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.
+gpu-node-01:2211:2290 [0] NCCL INFO Call to connect returned Connection refused, retrying
+gpu-node-01:2211:2290 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
+gpu-node-01:2211:2290 [0] NCCL INFO Connected all rings
+gpu-node-01:2211:2290 [0] NCCL INFO comm 0x55d4c2a0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 commId 0x8a4b1c2d3e4f5a6b - Init COMPLETE
+kernel: mlx5_core 0000:86:00.0 ens1f0np0: Link up
+/usr/lib/python3/dist-packages/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: '/usr/lib/python3/dist-packages/torchvision/image.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev'
+> building GPT model ...
+ > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 1623654400
+[after model, optimizer, and learning rate scheduler are built] datetime: 2024-05-01 10:02:11
+ loading checkpoint from /ckpt/gpt-13b at iteration 500
+  successfully loaded checkpoint from /ckpt/gpt-13b [ t 1/8, p 1/1 ] at iteration 500
+> building train, validation, and test datasets ...
+Token indices sequence length is longer than the specified maximum sequence length for this model (5000 > 4096). Running this sequence through the model will result in indexing errors
+[after dataloaders are built] datetime: 2024-05-01 10:02:40
+[before the start of training step] datetime: 2024-05-01 10:02:40
+ [2024-05-01 10:03:10] iteration      510/  100000 | consumed samples:       522240 | elapsed time per iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 | loss scale: 1.0 | grad norm: 0.412 | number of skipped iterations:   0 | number of nan iterations:   0 |
+[Rank 0] (after 510 iterations) memory (MB) | allocated: 21234.5 | max allocated: 60321.0 | reserved: 65012.0 | max reserved: 65012.0
+ [2024-05-01 10:03:40] iteration      520/  100000 | consumed samples:       532480 | elapsed time per iteration (ms): 2948.7 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.331002E+00 | loss scale: 1.0 | grad norm: 0.398 | number of skipped iterations:   0 | number of nan iterations:   0 |
+ [2024-05-01 10:04:10] iteration      530/  100000 | consumed samples:       542720 | elapsed time per iteration (ms): 2951.3 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.329871E+00 | loss scale: 1.0 | grad norm: 0.405 | number of skipped iterations:   0 | number of nan iterations:   0 |
+[2024-05-01 10:04:30,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768
+Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0
+{'loss': 2.3456, 'grad_norm': 1.23, 'learning_rate': 5e-05, 'epoch': 0.1}
+Epoch 0:  45%|████▌     | 450/1000 [05:00<06:06,  1.50it/s, loss=2.31, v_num=0]
+ validation loss at iteration 1000 | lm loss value: 2.301234E+00 | lm loss PPL: 9.985432E+00 |
+ saving checkpoint at iteration    1000 to /ckpt/gpt-13b in torch_dist format
+  successfully saved checkpoint from iteration    1000 to /ckpt/gpt-13b [ t 1/8, p 1/1 ]
+(min, max) time across ranks (ms):
+    save-checkpoint ................................: (8123.45, 8130.12)
+kernel: nfs: server nfs01 OK
+kernel: EDAC MC0: 1 CE error on CPU#0Channel#2_DIMM#0 (channel:2 slot:0 page:0x0 offset:0x0 grain:8 syndrome:0x0)
+        Remapping Failure Occurred        : No
+        Volatile Uncorr. ECC              : 0
+gpu-node-01:2211:2295 [0] NCCL INFO [Service thread] Connection closed by localRank 1
+exiting program at iteration 1000
+[after training is done] datetime: 2024-05-01 11:00:00
+gpu-node-01:2211:2211 [0] NCCL INFO comm 0x55d4c2a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE
+"""  # noqa: E501
+
+
+@pytest.fixture(scope="module")
+def rules() -> list[Rule]:
+    return load_rules()
+
+
+@pytest.fixture(scope="module")
+def database(rules: list[Rule]) -> hyperscan.Database:
+    """All patterns in one Hyperscan database, compiled the way the fast filter compiles them."""
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[r.pattern.encode() for r in rules],
+        ids=list(range(len(rules))),
+        elements=len(rules),
+        flags=[hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if r.ignore_case else 0) for r in rules],
+    )
+    return db
+
+
+def hs_ids(db: hyperscan.Database, text: str) -> set[int]:
+    found: set[int] = set()
+
+    def on_match(rule_id: int, start: int, end: int, flags: int, context: object) -> None:
+        found.add(rule_id)
+
+    db.scan(text.encode(), match_event_handler=on_match)
+    return found
+
+
+def best_hit(rules: list[Rule], lines: list[str]) -> tuple[Rule, str] | None:
+    """The documented choice: root_cause > symptom > context, then priority, then the earliest line."""
+    candidates = [
+        (ROLE_RANK[r.role], r.priority, -index, r, line)
+        for index, line in enumerate(lines)
+        for r in rules
+        if r.compiled().search(line)
+    ]
+    if not candidates:
+        return None
+    top = max(candidates, key=lambda c: c[:3])
+    return top[3], top[4]
+
+
+def test_every_shipped_file_loads(rules: list[Rule]) -> None:
+    files = sorted(SIGNATURE_DIR.glob("*.yaml"))
+    assert {p.stem for p in files} >= {"gpu", "network", "collectives", "cuda", "memory", "storage", "numerics",
+                                       "python", "config", "environment", "data", "scheduler", "node", "launcher"}
+    per_file = [load_rule_file(p) for p in files]
+    assert all(per_file), "every signature file holds at least one rule"
+    assert sum(len(r) for r in per_file) == len(rules)
+    assert 150 <= len(rules) <= 260
+
+
+def test_every_class_has_a_root_cause_rule(rules: list[Rule]) -> None:
+    covered = {r.failure_class for r in rules if r.role is Role.ROOT_CAUSE}
+    assert covered >= set(FailureClass) - {FailureClass.UNKNOWN}
+
+
+def test_ids_unique_and_namespaced(rules: list[Rule]) -> None:
+    ids = [r.id for r in rules]
+    assert len(ids) == len(set(ids))
+    assert all("." in i for i in ids)
+
+
+def test_context_rules_name_a_stage(rules: list[Rule]) -> None:
+    context = [r for r in rules if r.role is Role.CONTEXT]
+    assert context, "stage-marking context rules are shipped"
+    assert all(r.stage is not None for r in context)
+
+
+def test_examples_agree_in_re2(rules: list[Rule]) -> None:
+    for rule in rules:
+        regex = rule.compiled()
+        assert all(regex.search(line) for line in rule.examples), rule.id
+        assert not any(regex.search(line) for line in rule.counter_examples), rule.id
+
+
+def test_examples_agree_in_hyperscan(rules: list[Rule], database: hyperscan.Database) -> None:
+    for index, rule in enumerate(rules):
+        for line in rule.examples:
+            assert index in hs_ids(database, line), f"{rule.id}: Hyperscan misses {line!r}"
+        for line in rule.counter_examples:
+            assert index not in hs_ids(database, line), f"{rule.id}: Hyperscan matches counter-example {line!r}"
+
+
+def _negated_classes(pattern: str) -> list[str]:
+    """The bodies of `[^...]` classes in a pattern (escape-aware, enough for our patterns)."""
+    bodies, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern.startswith("[^", i):
+            j = i + 2
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            bodies.append(pattern[i + 2 : j])
+            i = j
+        i += 1
+    return bodies
+
+
+def test_patterns_stay_on_one_line(rules: list[Rule]) -> None:
+    for rule in rules:
+        for token in ("\\s", "\\D", "\\W", "(?s"):  # classes and flags that also match a newline
+            assert token not in rule.pattern, f"{rule.id} uses {token}"
+        for body in _negated_classes(rule.pattern):
+            assert "\\n" in body, f"{rule.id}: [^{body}] can cross a newline"
+
+
+def test_patterns_avoid_unsupported_syntax(rules: list[Rule]) -> None:
+    for rule in rules:
+        for token in ("(?=", "(?!", "(?<=", "(?<!", "\\Z", "*+", "++", "?+", "\\1"):
+            assert token not in rule.pattern, f"{rule.id} uses {token}"
+
+
+def test_each_example_resolves_to_its_own_class(rules: list[Rule]) -> None:
+    """No rule is shadowed: for its own examples, the winning rule names the same class."""
+    for rule in rules:
+        for line in rule.examples:
+            winner, _ = best_hit(rules, [line])
+            assert winner.failure_class is rule.failure_class, f"{rule.id}: {winner.id} wins on {line!r}"
+            assert ROLE_RANK[winner.role] >= ROLE_RANK[rule.role]
+
+
+def test_named_groups(rules: list[Rule]) -> None:
+    by_id = {r.id: r for r in rules}
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=28231, GPU has fallen off the bus."
+    assert by_id["gpu.xid.fallen_off_bus"].compiled().search(line).groupdict() == {"xid": "79"}
+    line = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001 caused by previous Xid 149"
+    assert by_id["gpu.xid.caused_by_hardware"].compiled().search(line).group("xid") == "149"
+    assert by_id["gpu.xid.sympathetic"].compiled().search(line).group("xid") == "45"
+    line = ("[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381 ms")
+    groups = by_id["coll.watchdog_timeout"].compiled().search(line).groupdict()
+    assert groups == {"seq": "305", "op": "ALLREDUCE"}
+    line = "node1:9:9 [4] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<44206> with status=12 opcode=129"
+    groups = by_id["net.ib.retry_exceeded"].compiled().search(line).groupdict()
+    assert groups == {"peer": "10.1.2.3", "status": "12"}
+
+
+SCENARIOS = [
+    ("shm ENOSPC is host memory, not disk",
+     ["RuntimeError: unable to write to file </torch_722_783672312_1>: No space left on device (28)"],
+     FailureClass.HOST_OOM),
+    ("plain ENOSPC is storage",
+     ["[rank4]: OSError: [Errno 28] No space left on device"], FailureClass.STORAGE),
+    ("an Xid beats the collective timeout it caused",
+     ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000)",
+      "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."], FailureClass.GPU_HARDWARE),
+    ("a timeout alone is a collective timeout",
+     ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000)",
+      "[Rank 3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels",
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "], FailureClass.COLLECTIVE_TIMEOUT),
+    ("ECC inside the watchdog exception is hardware",
+     ["Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered",
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 1)"],
+     FailureClass.GPU_HARDWARE),
+    ("a bare Killed beats the launcher's generic failure",
+     ["Summoning checkpoint.", "Killed",
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "], FailureClass.HOST_OOM),
+    ("a device-side assert beats the Xid 13 it produces",
+     ["NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)",
+      "RuntimeError: CUDA error: device-side assert triggered"], FailureClass.CODE_BUG),
+    ("divisibility asserts are config, not code",
+     ["AssertionError: world size (24) is not divisible by tensor model parallel size (8)"],
+     FailureClass.CONFIG_ERROR),
+    ("duplicate GPU beats the invalid-usage error it raises",
+     ["NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 40",
+      "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL version 21.0.3"],
+     FailureClass.CONFIG_ERROR),
+    ("connection reset beats remote error",
+     ["torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process exited or there was a "
+      "network error, NCCL version 2.21.5",
+      "socketProgressOpt: Call to recv from 172.16.0.9<33759> failed : Connection reset by peer"],
+     FailureClass.NETWORK),
+    ("GPU OOM beats the launcher's shutdown noise",
+     ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3721028 closing signal SIGTERM",
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9)"],
+     FailureClass.GPU_OOM),
+    ("launcher env var KeyError is config, not code",
+     ["KeyError: 'LOCAL_RANK'"], FailureClass.CONFIG_ERROR),
+    ("Slurm OOM kill beats the cancel line that follows it",
+     ["slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM Killed.",
+      "slurmstepd: error: *** STEP 440575.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***"],
+     FailureClass.HOST_OOM),
+    ("a concrete error beats a plain scancel",
+     ["FileNotFoundError: [Errno 2] No such file or directory: '/data/train.idx'",
+      "slurmstepd: error: *** JOB 77 ON gpu-001 CANCELLED AT 2024-01-02T03:04:05 ***"], FailureClass.CONFIG_ERROR),
+    ("time limit is cancelled",
+     ["slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-06-01T12:00:03 DUE TO TIME LIMIT ***"],
+     FailureClass.CANCELLED),
+    ("NaN grad check beats the AssertionError it raises",
+     ["AssertionError: Rank 13: found NaN in local grad norm in backward pass before data-parallel communication"],
+     FailureClass.LOSS_DIVERGENCE),
+    ("a missing shared library is environment, not a code import",
+     ["ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"],
+     FailureClass.ENVIRONMENT),
+]
+
+
+@pytest.mark.parametrize(("why", "lines", "expected"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
+def test_priorities_pick_the_root_cause(rules: list[Rule], why: str, lines: list[str], expected: FailureClass) -> None:
+    winner, _ = best_hit(rules, lines)
+    assert winner.failure_class is expected, f"{why}: {winner.id} won"
+
+
+def test_healthy_log_fires_no_failure_rule(rules: list[Rule], database: hyperscan.Database) -> None:
+    lines = HEALTHY_LOG.splitlines()
+    assert len(lines) >= 60
+    fired = {r.id for r in rules for line in lines if r.compiled().search(line) and r.role is not Role.CONTEXT}
+    assert fired == set()
+    block_ids = hs_ids(database, HEALTHY_LOG)
+    assert {rules[i].id for i in block_ids if rules[i].role is not Role.CONTEXT} == set()
+    context = {rules[i].id for i in block_ids}
+    assert {"ctx.checkpoint.saving", "ctx.checkpoint.saved", "ctx.checkpoint.loading", "ctx.evaluation",
+            "ctx.nccl_init", "ctx.training_start", "ctx.training_done"} <= context
+
+
+def test_bare_killed_anchors_per_line_in_a_block(rules: list[Rule], database: hyperscan.Database) -> None:
+    index = next(i for i, r in enumerate(rules) if r.id == "mem.host.bare_killed")
+    assert index in hs_ids(database, "Summoning checkpoint.\nKilled\nnext line\n")
+    assert index not in hs_ids(database, "srun: error: node01: task 3: Killed\n")
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GOOD_RULE = """\
+  - id: {id}
+    pattern: 'boom happened'
+    failure_class: code_bug
+    role: root_cause
+    priority: 30
+    explanation: a test rule for the loader
+    examples: ['boom happened here']
+"""
+
+
+def test_loader_error_names_the_file(tmp_path: Path) -> None:
+    bad = _write(tmp_path, "bad.yaml", "version: 1\nrules:\n" + GOOD_RULE.format(id="t.one").replace(
+        "['boom happened here']", "['nothing to see']"))
+    with pytest.raises(KnowledgeError, match="bad.yaml"):
+        load_rules([bad])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "version: 1\nrules: [\n",  # YAML syntax error
+        "version: 1\nrules:\n" + GOOD_RULE.format(id="t.one").replace("code_bug", "not_a_class"),
+        "version: 1\nrules:\n" + GOOD_RULE.format(id="t.one").replace("'boom happened'", "'(?=boom)'"),
+        "version: 1\nrules:\n" + GOOD_RULE.format(id="t.one") + "    surprise: 1\n",
+        "version: 2\nrules:\n" + GOOD_RULE.format(id="t.one"),
+    ],
+    ids=["yaml", "class", "re2", "extra-field", "version"],
+)
+def test_loader_rejects_invalid_files(tmp_path: Path, text: str) -> None:
+    path = _write(tmp_path, "broken.yaml", text)
+    with pytest.raises(KnowledgeError, match="broken.yaml"):
+        load_rule_file(path)
+
+
+def test_loader_rejects_duplicate_ids_across_files(tmp_path: Path) -> None:
+    first = _write(tmp_path, "a.yaml", "version: 1\nrules:\n" + GOOD_RULE.format(id="t.same"))
+    second = _write(tmp_path, "b.yaml", "version: 1\nrules:\n" + GOOD_RULE.format(id="t.same"))
+    with pytest.raises(KnowledgeError, match="t.same"):
+        load_rules([first, second])
+    assert [r.id for r in load_rules([first])] == ["t.same"]
