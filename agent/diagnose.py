@@ -11,11 +11,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowledge.runbooks import mitigation_steps
-
 from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, XidEvent
 from agent.models import Alternative, Diagnosis, Evidence
 from knowledge.rules import Role, Stage
+from knowledge.runbooks import mitigation_steps
 from knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass
 from parsers.models import FileScan
 
@@ -192,17 +191,19 @@ def _evidence(primary: Signal, chosen: list[Signal], signals: list[Signal]) -> l
     """The primary line, the other lines of its class, then the strongest lines of other classes."""
     picked: list[Signal] = [primary]
     seen = {(primary.rule_id, primary.node, primary.rank)}
+    lines = {(primary.file, primary.line)}  # two rules may fire on one line: show it once
     others = sorted(
         (e for e in signals if e.failure_class is not primary.failure_class),
         key=lambda e: -(ROLE_WEIGHT[e.role] + e.priority),
     )
     for event in [*chosen, *others]:
         key = (event.rule_id, event.node, event.rank)
-        if key in seen or len(picked) >= MAX_EVIDENCE:
+        if key in seen or (event.file, event.line) in lines or len(picked) >= MAX_EVIDENCE:
             continue
         if event.failure_class is not primary.failure_class and len(picked) >= MAX_EVIDENCE - 2:
             continue
         seen.add(key)
+        lines.add((event.file, event.line))
         picked.append(event)
     return [
         Evidence(file=e.file, line=e.line, text=e.text, node=e.node, rank=e.rank, time=e.time,

@@ -47,7 +47,7 @@ def to_terminal(report: Report) -> RenderableType:
     evidence.add_column("line", overflow="fold")
     for ev in d.evidence:
         who = "/".join(x for x in (ev.node, None if ev.rank is None else f"rank{ev.rank}") if x) or "-"
-        evidence.add_row(_cite(ev.file, ev.line), who, ev.text[:400])
+        evidence.add_row(Text(_cite(ev.file, ev.line)), Text(who), Text(ev.text[:400]))  # log text is not markup
     steps = Text("\n".join(f"{i}. {s}" for i, s in enumerate(d.mitigation, 1)) or "-")
     st = report.stats
     footer = Text(

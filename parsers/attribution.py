@@ -25,14 +25,32 @@ NONE = Attribution()
 # Alternatives, in order: torchrun global `[rankN]:` (maybe behind the local `[defaultN]:`), the
 # local `[defaultN]:` alone, OpenMPI --tag-output `[job,rank]<stdout>:`, srun --label `N: `
 # (srun pads the task id to the width of the largest one). Exactly one group matches: `lastindex`.
-RANK_PREFIX: re.Pattern[bytes] = re.compile(
-    rb"(?=[\[ 0-9])"  # first-byte test: most unprefixed lines fail here (measured ~100 -> ~70 ns)
+_PREFIX_BODY = (
     rb"(?:(?:\[default\d{1,6}\]:)?\[rank(\d{1,7})\]:"
     rb"|\[default(\d{1,6})\]:"
     rb"|\[\d{1,7},(\d{1,7})\]<std(?:out|err)>:"
     rb"| {0,4}(\d{1,6}): )"
 )
+# A first-byte test up front: most unprefixed lines fail there (measured ~100 -> ~70 ns).
+RANK_PREFIX: re.Pattern[bytes] = re.compile(rb"(?=[\[ 0-9])" + _PREFIX_BODY)
 _SRUN_LABEL_GROUP = 4
+# The same prefixes for a whole block at once: over b"\n" + block, with an optional body, `findall` gives
+# exactly one group tuple per line (all empty when the line has no prefix), at C speed. Anchoring on a
+# literal newline rather than a MULTILINE `^` lets the regex engine skip ahead to each line (1.7x faster).
+_BLOCK_PREFIXES = re.compile(rb"\n" + _PREFIX_BODY + rb"?")
+
+
+def block_prefixes(block: bytes) -> list[tuple[bytes, ...]]:
+    """One group tuple per line of block (plus one for the empty piece after a final newline)."""
+    return _BLOCK_PREFIXES.findall(b"\n" + block)
+
+
+def rank_of_groups(groups: tuple[bytes, ...]) -> int | None:
+    """The rank that one BLOCK_PREFIXES match names (the global rank first, as in rank_prefix)."""
+    for value in groups:
+        if value:
+            return int(value)
+    return None
 _match = RANK_PREFIX.match  # bound once: saves an attribute lookup per line
 
 

@@ -1,18 +1,19 @@
 """Drain3 templating behind two caches, so millions of near-identical lines cost a lookup each.
 
-Level 1 keys on the raw line with every digit turned into '0' (one C-level `bytes.translate`): iteration
-lines that differ only in their numbers share a key. Level 2 keys on the fully masked line. Only lines
+Level 1 keys on the raw line with every digit turned into '0' (one C-level `bytes.translate` per block):
+iteration lines that differ only in their numbers share a key. Level 2 keys on the fully masked line. Only lines
 new to both reach Drain3.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 from drain3.drain import Drain, LogCluster
 
-from parsers.attribution import rank_prefix, strip_prefixes
+from parsers.attribution import block_prefixes, rank_of_groups, strip_prefixes
 from parsers.masking import mask
 
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
@@ -62,29 +63,46 @@ class Templater:
         return index
 
     def count_block(self, block: bytes, first_line_no: int, counts: TemplateCounts, ranked: bool) -> None:
-        """Tally every line of block (whole lines; line numbers start after first_line_no)."""
-        fast, miss, stats = self._fast, self._miss, counts.stats
+        """Tally every line of block (whole lines; line numbers start after first_line_no).
+
+        The per-line work is all C: one translate and two splits for the keys, one findall for the
+        rank prefixes, a Counter for the counts and dict builds for last (and, when needed, first) positions.
+        Python code then runs once per distinct (prefix, key) pair of the block, not once per line.
+        """
         lines = block.split(b"\n")
+        keys = block.translate(_DIGITS, b"\r").split(b"\n")
+        prefixes = block_prefixes(block) if ranked else None
         if lines[-1] == b"":
             lines.pop()
-        counts.lines += len(lines)
-        no = first_line_no
-        for line in lines:
-            no += 1
-            key = line[:TEMPLATE_CHARS].translate(_DIGITS, b"\r")
+        n = len(lines)
+        counts.lines += n
+        del keys[n:]  # the empty piece after a final newline
+        if prefixes is not None:
+            del prefixes[n:]
+        pairs: list = list(zip(prefixes, keys, strict=True)) if prefixes is not None else keys
+        tally = Counter(pairs)
+        last = dict(zip(pairs, range(n), strict=True))
+        first: dict | None = None  # built only for a block that brings a new (rank, template) slot
+        fast, stats = self._fast, counts.stats
+        for pair, count in tally.items():
+            groups, key = pair if prefixes is not None else ((), pair)
             if not key:
                 continue  # an empty line (of an LF or a CRLF file)
+            key = key[:TEMPLATE_CHARS]
+            j = last[pair]
             index = fast.get(key)
             if index is None:
-                index = miss(line, key)
-            slot = (rank_prefix(line) if ranked else None, index)
+                index = self._miss(lines[j], key)
+            slot = (rank_of_groups(groups), index)
             entry = stats.get(slot)
             if entry is None:
-                stats[slot] = [1, no, line, no, line]
+                if first is None:
+                    first = dict(zip(reversed(pairs), range(n - 1, -1, -1), strict=True))
+                i = first[pair]
+                stats[slot] = [count, first_line_no + i + 1, lines[i], first_line_no + j + 1, lines[j]]
             else:
-                entry[0] += 1
-                entry[3] = no
-                entry[4] = line
+                entry[0] += count
+                entry[3], entry[4] = first_line_no + j + 1, lines[j]
 
     def template(self, index: int) -> str:
         """The template text as Drain3 has generalised it so far."""
