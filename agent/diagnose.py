@@ -25,6 +25,9 @@ FIRST_BONUS = 20.0  # the first root cause in time beats the errors it caused
 LOCAL_BONUS = 5.0  # a signal on a few nodes/ranks beats one every rank prints
 CLOSE_MARGIN = 10.0  # a runner-up class this close lowers confidence
 MAX_EVIDENCE = 8
+LOCATE_MARGIN = 15  # root causes this much weaker than the strongest do not name nodes of their own
+# Failures of the whole job: the ranks that print them are its loggers, not its culprits.
+JOB_WIDE_CLASSES = frozenset({FailureClass.LOSS_DIVERGENCE, FailureClass.CANCELLED})
 _ERRORISH = re.compile(r"(?i)error|fail|exception|fatal|abort|killed|traceback|timed? ?out")
 
 
@@ -142,8 +145,13 @@ def _faulty(
     """Nodes/ranks where the root cause shows, when it is local (or the job has just one)."""
     if cls is FailureClass.COLLECTIVE_TIMEOUT:
         return [], _silent_ranks(chosen, scans)
+    if cls in JOB_WIDE_CLASSES:
+        return [], []
     roots = [e for e in chosen if e.role is Role.ROOT_CAUSE] or chosen
-    nodes = list(dict.fromkeys(e.node for e in roots if e.node))
+    strongest = max(e.priority for e in roots)
+    roots = [e for e in roots if e.priority >= strongest - LOCATE_MARGIN]  # weak echoes do not add nodes
+    accused = [e for e in roots if e.names_node]  # "Node failure on X" outranks the host that printed it
+    nodes = list(dict.fromkeys(e.node for e in accused or roots if e.node))
     ranks = list(dict.fromkeys(e.rank for e in roots if e.rank is not None))
     all_nodes = {s.node for scan in scans for s in scan.templates if s.node} | {e.node for e in signals if e.node}
     all_ranks = {s.rank for scan in scans for s in scan.templates if s.rank is not None}

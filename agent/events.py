@@ -7,6 +7,7 @@ small however long the logs are.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -34,6 +35,7 @@ class _SignalBase(_EventBase):
     role: Role
     priority: int
     stage: Stage | None = None
+    names_node: bool = False  # the node was read from the message ("Node failure on X"), not its printer
 
 
 class FailureEvent(_SignalBase):
@@ -84,8 +86,10 @@ _LOAD_WORDS = re.compile(r"(?i)\bload")
 
 def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | CollectiveTimeoutEvent:
     ref = hit.ref
+    named = hit.captures.get("node")
     base = dict(
-        time=ref.time, file=ref.file, line=ref.line, node=ref.node, rank=ref.rank, text=ref.text,
+        time=ref.time, file=ref.file, line=ref.line, node=named or ref.node, rank=ref.rank, text=ref.text,
+        names_node=bool(named),
         count=count, rule_id=hit.rule_id, failure_class=hit.failure_class, action=hit.action,
         role=hit.role, priority=hit.priority, stage=hit.stage,
     )
@@ -140,25 +144,60 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
     return list(latest.values())
 
 
+def rank_hosts(scans: list[FileScan]) -> dict[int, str]:
+    """Which node each rank ran on, learnt from lines that show both (NCCL lines under a rank prefix).
+
+    A job logged into one Slurm file, or one file per rank, names its nodes only in such lines; with
+    this map an OOM on `[rank19]:` is placed on its node too.
+    """
+    seen: dict[int, Counter[str]] = {}
+    for scan in scans:
+        pairs = [(ref.rank, ref.node) for stat in scan.templates for ref in (stat.first, stat.last)]
+        for hit in scan.hits:  # NCCL's "comm 0x.. rank 19 nranks 32" names the global rank itself
+            named = hit.captures.get("rank", "")
+            pairs.append((int(named) if named.isdigit() else hit.ref.rank, hit.ref.node))
+        for rank, node in pairs:
+            if node and rank is not None:
+                seen.setdefault(rank, Counter())[node] += 1
+    return {rank: nodes.most_common(1)[0][0] for rank, nodes in seen.items()}
+
+
 def build_events(scans: list[FileScan]) -> list[Event]:
     """The job's events in one order: by time where lines carry one, else by file and line.
 
-    A line without a timestamp takes the time of the nearest earlier timed event of its file, so
-    untimed tracebacks stay next to the timed lines around them.
+    A line without a timestamp takes the time of the nearest earlier timed event of its file (or, above
+    the first one, the next), so untimed tracebacks stay next to the timed lines around them.
     """
     events = _hit_events(scans) + _progress_events(scans)
+    hosts = rank_hosts(scans)
+    for event in events:
+        if event.node is None and event.rank is not None:
+            event.node = hosts.get(event.rank)
     file_order = {scan.file: i for i, scan in enumerate(scans)}
     events.sort(key=lambda e: (file_order[e.file], e.line))
-    effective: list[tuple[datetime | None, int, int]] = []
-    last_time: dict[str, datetime | None] = {}
+    effective = _effective_times(events)
+    keyed = [(_order_key(when, file_order[e.file], e.line), e) for when, e in zip(effective, events, strict=True)]
+    keyed.sort(key=lambda pair: pair[0])
+    return [event for _, event in keyed]
+
+
+def _effective_times(events: list[Event]) -> list[datetime | None]:
+    """Each event's own time, else its file's previous timed event's, else (at the top) the next one's."""
+    times: list[datetime | None] = []
+    last: dict[str, datetime | None] = {}
     for event in events:
         if event.time is not None:
-            last_time[event.file] = event.time
-        effective.append((last_time.get(event.file), file_order[event.file], event.line))
-    ranked = sorted(zip(effective, events, strict=True), key=lambda pair: _order_key(pair[0]))
-    return [event for _, event in ranked]
+            last[event.file] = event.time
+        times.append(last.get(event.file))
+    upcoming: dict[str, datetime | None] = {}
+    for i in range(len(events) - 1, -1, -1):
+        event = events[i]
+        if event.time is not None:
+            upcoming[event.file] = event.time
+        if times[i] is None:
+            times[i] = upcoming.get(event.file)
+    return times
 
 
-def _order_key(key: tuple[datetime | None, int, int]) -> tuple[bool, datetime, int, int]:
-    when, file_index, line = key
+def _order_key(when: datetime | None, file_index: int, line: int) -> tuple[bool, datetime, int, int]:
     return (when is None, when or datetime.min, file_index, line)

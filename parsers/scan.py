@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from knowledge.rules import Rule
+from knowledge.rules import Role, Rule
 from parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
 from parsers.models import FileScan, LineRef, RuleHit, TemplateStat
 from parsers.rulefilter import BlockHit, RuleFilter
@@ -21,7 +21,7 @@ from parsers.templater import TemplateCounts, Templater, template_id
 from parsers.timestamps import parse_timestamp
 
 MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are counted
-MAX_HITS_PER_RULE = 200
+MAX_HITS_PER_RULE = 2000
 PARALLEL_MIN_BYTES = 32 << 20  # below this, process start-up costs more than it saves
 MAX_TEXT = 2000  # evidence text is cut here (a 10 MB line stays a 10 MB line on disk, not in reports)
 
@@ -66,13 +66,15 @@ class FileScanner:
             no += block.count(b"\n", pos, hit.start)
             pos = hit.start
             ref = line_ref(hit.text, no + 1, where, file)
+            rule = self.filter.rules[hit.rule_index]
             slot, total = (hit.rule_index, ref.rank), (hit.rule_index, -1)
-            if per_rule[slot] >= MAX_HITS_PER_RULE_RANK or per_rule[total] >= MAX_HITS_PER_RULE:
+            # Context lines (one NCCL init line per rank) are all kept up to the total: they map ranks to hosts.
+            per_rank_full = rule.role is not Role.CONTEXT and per_rule[slot] >= MAX_HITS_PER_RULE_RANK
+            if per_rank_full or per_rule[total] >= MAX_HITS_PER_RULE:
                 dropped += 1
                 continue
             per_rule[slot] += 1
             per_rule[total] += 1
-            rule = self.filter.rules[hit.rule_index]
             hits.append(RuleHit(
                 rule_id=rule.id, failure_class=rule.failure_class, action=rule.resolved_action,
                 role=rule.role, priority=rule.priority, stage=rule.stage, ref=ref, captures=hit.captures,

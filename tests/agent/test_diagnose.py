@@ -151,3 +151,26 @@ def test_evidence_is_capped_and_deduplicated() -> None:
     assert 1 < len(d.evidence) <= 8
     keys = [(e.rule_id, e.node, e.rank) for e in d.evidence]
     assert len(keys) == len(set(keys))
+
+
+def test_node_named_by_the_message_outranks_the_node_that_printed_it() -> None:
+    accused = _fail(FailureClass.NODE_FAILURE, 88, node="node02", text="srun: error: Node failure on node02")
+    accused = accused.model_copy(update={"names_node": True})
+    printer = _fail(FailureClass.NODE_FAILURE, 88, node="node00", line=2,
+                    text="*** JOB 4 ON node00 CANCELLED AT 2026-07-10T20:17:51 DUE TO NODE FAILURE ***")
+    d = diagnose([accused, printer], [_scan(f"node0{i}.log", f"node0{i}", [None]) for i in range(4)])
+    assert d.faulty_nodes == ["node02"]
+
+
+def test_weak_echoes_of_the_class_do_not_add_nodes() -> None:
+    kernel = _fail(FailureClass.HOST_OOM, 85, node="node02", file="k.log", text="Out of memory: Killed process 4")
+    launcher = _fail(FailureClass.HOST_OOM, 40, node="node00", file="s.out", text="failed (exitcode: -9)")
+    d = diagnose([kernel, launcher], [_scan(f"node0{i}.log", f"node0{i}", [None]) for i in range(4)])
+    assert d.faulty_nodes == ["node02"]
+
+
+def test_job_wide_classes_name_no_culprit_rank() -> None:
+    events = [_fail(FailureClass.LOSS_DIVERGENCE, 70, rank=7, text="lm loss: nan"),
+              _fail(FailureClass.LOSS_DIVERGENCE, 70, rank=15, line=2, text="lm loss: nan")]
+    d = diagnose(events, [_scan("a.log", None, list(range(16)))])
+    assert (d.failure_class, d.faulty_nodes, d.faulty_ranks) == (FailureClass.LOSS_DIVERGENCE, [], [])

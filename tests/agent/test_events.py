@@ -86,3 +86,19 @@ def test_events_round_trip_through_json_unchanged() -> None:
     events = build_events([_scan("k.log", hits)])
     adapter = TypeAdapter(list[Event])
     assert adapter.validate_json(adapter.dump_json(events)) == events
+
+
+def test_rank_hosts_from_nccl_init_lines_places_rank_only_events_on_their_node() -> None:
+    init = _hit("slurm-1.out", 3, "node02:4311:4400 [3] NCCL INFO comm 0x55 rank 19 nranks 32 - Init COMPLETE",
+                rule="ctx.nccl_init", role=Role.CONTEXT, node="node02", rank=1, captures={"rank": "19"})
+    oom = _hit("slurm-1.out", 90, "[rank19]: torch.OutOfMemoryError: CUDA out of memory.", FailureClass.GPU_OOM,
+               rule="oom", rank=19)
+    events = build_events([_scan("slurm-1.out", [init, oom])])
+    assert [(e.rule_id, e.node, e.rank) for e in events] == [("oom", "node02", 19)]
+
+
+def test_a_node_named_in_the_message_is_the_events_node() -> None:
+    hit = _hit("slurm-1.out", 3, "srun: error: Node failure on node07", FailureClass.NODE_FAILURE, rule="nf",
+               node="node00", captures={"node": "node07"})
+    (event,) = build_events([_scan("slurm-1.out", [hit])])
+    assert (event.node, event.names_node) == ("node07", True)
