@@ -255,11 +255,13 @@ def _summary(
         parts.append(f"(XID {event.xid})")
     if stage is not None:
         parts.append(f"during {stage.value}" + (f" at iteration {iteration}" if iteration is not None else ""))
-    victims = {
-        _place(e) for e in signals if e.role is Role.SYMPTOM and e.failure_class is not event.failure_class
-    }
-    if victims:
-        parts.append(f"; {len(victims)} other node(s)/rank(s) show only symptoms")
+    symptoms = [e for e in signals if e.role is Role.SYMPTOM and e.failure_class is not event.failure_class]
+    victim_nodes = {e.node for e in symptoms if e.node and e.node not in nodes}
+    victim_ranks = {e.rank for e in symptoms if e.rank is not None and e.rank not in ranks}
+    if victim_nodes:
+        parts.append(f"; {len(victim_nodes)} other node(s) show only symptoms")
+    elif victim_ranks:
+        parts.append(f"; {len(victim_ranks)} other rank(s) show only symptoms")
     return " ".join(parts).replace(" ;", ";")
 
 
