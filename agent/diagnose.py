@@ -16,6 +16,7 @@ from agent.models import Alternative, Diagnosis, Evidence
 from knowledge.rules import Role, Stage
 from knowledge.runbooks import mitigation_steps
 from knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass
+from knowledge.xid import xid_info
 from parsers.models import FileScan
 
 Signal = FailureEvent | XidEvent | CollectiveTimeoutEvent
@@ -124,11 +125,17 @@ def _build(
         stage=stage,
         iteration=iteration,
         evidence=_evidence(top.event, chosen, signals),
-        mitigation=mitigation_steps(cls, nodes),
+        mitigation=_xid_step(top.event) + mitigation_steps(cls, nodes),
         decided_by="rules",
         alternatives=[Alternative(failure_class=s.event.failure_class, score=round(s.score, 1))
                       for s in ranking[1:4]],
     )
+
+
+def _xid_step(event: Signal) -> list[str]:
+    """For an XID, the table's own operator action for that code comes first."""
+    info = xid_info(event.xid) if isinstance(event, XidEvent) else None
+    return [f"XID {info.code} ({info.catalog_bucket}): {info.action}"] if info else []
 
 
 def _confidence(top: _Scored, ranking: list[_Scored]) -> float:
@@ -252,7 +259,8 @@ def _summary(
     if where:
         parts.append("on " + " / ".join(where))
     if isinstance(event, XidEvent):
-        parts.append(f"(XID {event.xid})")
+        info = xid_info(event.xid)
+        parts.append(f"(XID {event.xid}: {info.meaning})" if info else f"(XID {event.xid})")
     if stage is not None:
         parts.append(f"during {stage.value}" + (f" at iteration {iteration}" if iteration is not None else ""))
     symptoms = [e for e in signals if e.role is Role.SYMPTOM and e.failure_class is not event.failure_class]

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from crashcart.errors import KnowledgeError
+from knowledge.loading import describe
 from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
 SIGNATURE_DIR = Path(__file__).parent / "signatures"
@@ -109,7 +110,7 @@ def load_rule_file(path: Path) -> list[Rule]:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         parsed = RuleFile.model_validate(raw)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise KnowledgeError(f"invalid rule file {path}: {exc}".splitlines()[0]) from exc
+        raise KnowledgeError(f"invalid rule file {path}: {describe(exc)}") from exc
     if parsed.version != SCHEMA_VERSION:
         raise KnowledgeError(f"rule file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
     return parsed.rules

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from crashcart.errors import KnowledgeError
+from knowledge.loading import describe
 from knowledge.taxonomy import FailureClass
 
 RUNBOOK_FILE = Path(__file__).parent / "runbooks.yaml"
@@ -80,7 +81,7 @@ def load_runbook_file(path: Path) -> dict[FailureClass, Runbook]:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         parsed = RunbookFile.model_validate(raw)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise KnowledgeError(f"invalid runbook file {path}: {_describe(exc)}") from exc
+        raise KnowledgeError(f"invalid runbook file {path}: {describe(exc)}") from exc
     if parsed.version != SCHEMA_VERSION:
         raise KnowledgeError(f"runbook file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
     return dict(parsed.runbooks)
@@ -97,11 +98,3 @@ def mitigation_steps(failure_class: FailureClass, nodes: list[str]) -> list[str]
     unique = list(dict.fromkeys(n for n in nodes if n))
     return load_runbooks()[failure_class].render(unique)
 
-
-def _describe(exc: Exception) -> str:
-    """One line that says what is wrong and where, for the KnowledgeError message."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}" if where else first["msg"]
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

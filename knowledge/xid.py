@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from crashcart.errors import KnowledgeError
+from knowledge.loading import describe
 from knowledge.taxonomy import FailureClass
 
 XID_FILE = Path(__file__).parent / "xid.yaml"
@@ -84,7 +85,7 @@ def load_xid_file(path: Path) -> dict[int, XidInfo]:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         parsed = XidFile.model_validate(raw)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise KnowledgeError(f"invalid Xid file {path}: {_describe(exc)}") from exc
+        raise KnowledgeError(f"invalid Xid file {path}: {describe(exc)}") from exc
     if parsed.version != SCHEMA_VERSION:
         raise KnowledgeError(f"Xid file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
     return {info.code: info for info in parsed.xids}
@@ -100,11 +101,3 @@ def xid_info(code: int) -> XidInfo | None:
     """The record for one Xid, or None for a code the table does not know."""
     return load_xids().get(code)
 
-
-def _describe(exc: Exception) -> str:
-    """One line that says what is wrong and where, for the KnowledgeError message."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}" if where else first["msg"]
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
