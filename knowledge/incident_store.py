@@ -1,0 +1,415 @@
+"""The incident memory: a small store protocol, an in-memory store for tests and the durable SQLite one.
+
+Both rank by cosine similarity of fingerprint embeddings (inner products of unit rows). A fingerprint with
+no features embeds to a zero row and is similar to nothing: its search returns [].
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Protocol, runtime_checkable
+
+import numpy as np
+
+from crashcart.errors import KnowledgeError
+from knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
+from knowledge.incident_index import IndexFiles, VectorIndex, catch_up
+from knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
+from knowledge.incidents import Fingerprint, Incident
+
+
+@runtime_checkable
+class IncidentStore(Protocol):
+    """What triage, the CLI and the bot need from an incident memory."""
+
+    def add(self, incident: Incident) -> Incident:
+        """Store one incident; an empty id gets a fresh one; an id already stored raises ValueError."""
+        ...
+
+    def add_many(self, incidents: Iterable[Incident]) -> list[Incident]:
+        """Store several in one transaction: all or none."""
+        ...
+
+    def get(self, id: str) -> Incident | None: ...
+
+    def remove(self, id: str) -> bool: ...
+
+    def list(self, limit: int = 50, offset: int = 0, failure_class: str | None = None) -> list[Incident]:
+        """Newest first (by provenance.created_at, then insertion)."""
+        ...
+
+    def count(self) -> int: ...
+
+    def search(self, fingerprint: Fingerprint, k: int = 5) -> list[tuple[Incident, float]]:
+        """The k most similar incidents with their cosine similarity, best first."""
+        ...
+
+    def export_jsonl(self, fh: IO[str]) -> int: ...
+
+    def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
+        """Add every incident of a JSONL stream; ids kept unless taken (then renewed); returns how many."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class MemoryIncidentStore:
+    """Everything in process memory, brute-force search: for tests and one-off evaluations."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder: Embedder = embedder or HashingEmbedder()
+        self._items: dict[str, tuple[int, Incident, np.ndarray]] = {}  # id -> (insertion seq, incident, vector)
+        self._seq = 0
+
+    def add(self, incident: Incident) -> Incident:
+        return self.add_many([incident])[0]
+
+    def add_many(self, incidents: Iterable[Incident]) -> list[Incident]:
+        return self._insert(list(incidents), renew_on_clash=False)
+
+    def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> list[Incident]:
+        vectors = self.embedder.embed([i.fingerprint.text() for i in incidents])
+        staged: dict[str, tuple[int, Incident, np.ndarray]] = {}
+        for incident, vector in zip(incidents, vectors, strict=True):
+            taken = incident.id in self._items or incident.id in staged
+            if incident.id and taken and not renew_on_clash:
+                raise ValueError(f"incident {incident.id} is already in the store: remove it or add it without id")
+            if not incident.id or taken:
+                incident = incident.model_copy(update={"id": new_id()})
+            self._seq += 1
+            staged[incident.id] = (self._seq, incident, vector)
+        self._items.update(staged)
+        return [item[1] for item in staged.values()]
+
+    def get(self, id: str) -> Incident | None:
+        item = self._items.get(id)
+        return item[1] if item else None
+
+    def remove(self, id: str) -> bool:
+        return self._items.pop(id, None) is not None
+
+    def list(self, limit: int = 50, offset: int = 0, failure_class: str | None = None) -> list[Incident]:
+        items = [(seq, inc) for seq, inc, _ in self._items.values()
+                 if failure_class is None or inc.failure_class == failure_class]
+        items.sort(key=lambda s: (sort_time(s[1].provenance.created_at), s[0]), reverse=True)
+        return [inc for _, inc in items[offset:offset + limit]]
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def search(self, fingerprint: Fingerprint, k: int = 5) -> list[tuple[Incident, float]]:
+        query = self.embedder.embed([fingerprint.text()])[0]
+        if not self._items or k <= 0 or not query.any():
+            return []
+        incidents = [inc for _, inc, _ in self._items.values()]
+        scores = np.stack([vec for _, _, vec in self._items.values()]) @ query
+        best = np.argsort(-scores, kind="stable")[:k]
+        return [(incidents[i], float(scores[i])) for i in best]
+
+    def export_jsonl(self, fh: IO[str]) -> int:
+        return write_jsonl((inc for _, inc, _ in sorted(self._items.values(), key=lambda s: s[0])), fh)
+
+    def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
+        return len(self._insert(read_jsonl(fh, source), renew_on_clash=True))
+
+    def close(self) -> None:
+        """Nothing to release; here so both stores can be used the same way."""
+
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+    """CREATE TABLE IF NOT EXISTS incidents (
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT UNIQUE NOT NULL,
+        created_at TEXT,
+        failure_class TEXT,
+        body TEXT NOT NULL,   -- the Incident as JSON
+        vector BLOB NOT NULL  -- float32 little-endian, meta.dim wide
+    )""",
+    "CREATE INDEX IF NOT EXISTS incidents_created ON incidents (created_at)",
+    "CREATE INDEX IF NOT EXISTS incidents_class ON incidents (failure_class, created_at)",
+]
+_INSERT = "INSERT INTO incidents (id, created_at, failure_class, body, vector) VALUES (?, ?, ?, ?, ?)"
+_BUMP = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+_MARK_REBUILD = ("UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'generation') "
+                 "WHERE key = 'rebuild_generation'")
+
+
+class SqliteIncidentStore:
+    """The durable store: SQLite (WAL, busy timeout) holds the truth; a faiss index beside it is a rebuildable cache.
+
+    Several processes may write at once (the bot, batch triage): each add/remove bumps `generation` in its own
+    transaction, and a remove also records it as `rebuild_generation`. A search whose index lags the database
+    appends the rows past its max rowid (AUTOINCREMENT never reuses one) when only adds happened since, and
+    rebuilds it otherwise. synchronous=NORMAL: a killed process never loses a committed incident; a power loss
+    may drop the last few commits but never corrupts the file.
+
+    The store remembers its embedder's name (a spec for `get_embedder`) and dim. Opened with no embedder it
+    uses that one; opened with a different one it refuses with KnowledgeError, unless it is empty or
+    `reembed=True`, which re-embeds every incident with the new embedder in one transaction.
+    """
+
+    def __init__(self, path: str | Path, embedder: Embedder | None = None, *, reembed: bool = False) -> None:
+        self.path = Path(path)
+        self._files = IndexFiles(self.path)
+        self._lock = threading.RLock()
+        self._index: VectorIndex | None = None
+        self._conn = self._connect()
+        try:
+            offered = embedder or HashingEmbedder()
+            meta = self._init_schema(offered)
+            self._uid = meta["store_uid"]
+            self.embedder = self._resolve_embedder(meta, embedder, offered, reembed)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- opening -------------------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            _enable_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise KnowledgeError(f"{self.path}: cannot open as an incident store ({exc}); "
+                                 "check the path and its permissions, or give another store path") from exc
+        return conn
+
+    def _init_schema(self, offered: Embedder) -> dict[str, str]:
+        try:
+            with self._write() as db:
+                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                    self._check_version(dict(db.execute("SELECT key, value FROM meta")))
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
+                db.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", [
+                    ("schema_version", str(SCHEMA_VERSION)), ("store_uid", secrets.token_hex(8)),
+                    ("generation", "0"), ("rebuild_generation", "0"),
+                    ("embedder", offered.name), ("dim", str(offered.dim)),
+                ])
+                return dict(db.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeError(f"{self.path}: not a usable incident store ({exc}); "
+                                 "give another store path or restore it from an export") from exc
+
+    def _check_version(self, meta: dict[str, str]) -> None:
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise KnowledgeError(f"{self.path}: incident store schema v{version} was written by a newer crashcart "
+                                 f"(this one reads up to v{SCHEMA_VERSION}); upgrade crashcart to open it")
+
+    def _resolve_embedder(self, meta: dict[str, str], given: Embedder | None, offered: Embedder,
+                          reembed: bool) -> Embedder:
+        stored, dim = meta["embedder"], int(meta["dim"])
+        if (offered.name, offered.dim) == (stored, dim):
+            return offered
+        if given is None:
+            try:
+                found = get_embedder(stored)
+            except (ValueError, RuntimeError) as exc:
+                raise KnowledgeError(f"{self.path} was built with embedder {stored!r}, which cannot be loaded "
+                                     f"here ({exc}); install what it needs or open it with reembed=True") from exc
+            if found.dim != dim:
+                raise KnowledgeError(f"{self.path}: embedder {stored!r} now gives dim {found.dim}, the store holds "
+                                     f"dim {dim}; open it with reembed=True to re-embed its incidents")
+            return found
+        if not reembed and self.count():
+            raise KnowledgeError(
+                f"{self.path} holds vectors of embedder {stored!r} (dim {dim}), not {given.name!r} "
+                f"(dim {given.dim}): open it without an embedder to keep {stored!r}, or with reembed=True "
+                f"to re-embed its {self.count()} incidents with {given.name!r}")
+        self._reembed(given)
+        return given
+
+    def _reembed(self, embedder: Embedder) -> None:
+        """Replace every vector and the stored embedder in one transaction; the index is then rebuilt."""
+        with self._write() as db:
+            rows = db.execute("SELECT rowid, body FROM incidents").fetchall()
+            texts = [Incident.model_validate_json(body).fingerprint.text() for _, body in rows]
+            vectors = embedder.embed(texts) if rows else []
+            db.executemany("UPDATE incidents SET vector = ? WHERE rowid = ?",
+                           [(_blob(v), rowid) for (rowid, _), v in zip(rows, vectors, strict=True)])
+            db.executemany("UPDATE meta SET value = ? WHERE key = ?",
+                           [(embedder.name, "embedder"), (str(embedder.dim), "dim")])
+            db.execute(_BUMP)
+            db.execute(_MARK_REBUILD)
+
+    def _check_embedder(self, db: sqlite3.Connection) -> None:
+        """Refuse to mix vectors: another process may have re-embedded the store since this one opened it."""
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
+        if (meta["embedder"], int(meta["dim"])) != (self.embedder.name, self.embedder.dim):
+            raise KnowledgeError(f"{self.path} was re-embedded with {meta['embedder']!r} after this process opened "
+                                 f"it with {self.embedder.name!r}; reopen the store")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: every query in it sees the same snapshot (WAL)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    # -- the protocol --------------------------------------------------------------------------------------
+
+    def add(self, incident: Incident) -> Incident:
+        return self._insert([incident], renew_on_clash=False)[0]
+
+    def add_many(self, incidents: Iterable[Incident]) -> list[Incident]:
+        return self._insert(list(incidents), renew_on_clash=False)
+
+    def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> list[Incident]:
+        vectors = self.embedder.embed([i.fingerprint.text() for i in incidents]) if incidents else []
+        stored: list[Incident] = []
+        with self._write() as db:
+            self._check_embedder(db)
+            for incident, vector in zip(incidents, vectors, strict=True):
+                stored.append(self._insert_one(db, incident, _blob(vector), renew_on_clash))
+            if stored:
+                db.execute(_BUMP)
+        return stored
+
+    def _insert_one(self, db: sqlite3.Connection, incident: Incident, blob: bytes, renew: bool) -> Incident:
+        if not incident.id:
+            incident = incident.model_copy(update={"id": new_id()})
+        while True:
+            row = (incident.id, sort_time(incident.provenance.created_at), incident.failure_class.value,
+                   incident.model_dump_json(), blob)
+            try:
+                db.execute(_INSERT, row)
+                return incident
+            except sqlite3.IntegrityError as exc:  # the id is taken: the only constraint a full row can break
+                if not renew:
+                    raise ValueError(f"incident {incident.id} is already in {self.path}: "
+                                     "remove it first or add it without id") from exc
+                incident = incident.model_copy(update={"id": new_id()})
+
+    def get(self, id: str) -> Incident | None:
+        with self._lock:
+            row = self._conn.execute("SELECT body FROM incidents WHERE id = ?", (id,)).fetchone()
+        return Incident.model_validate_json(row[0]) if row else None
+
+    def remove(self, id: str) -> bool:
+        with self._write() as db:
+            removed = db.execute("DELETE FROM incidents WHERE id = ?", (id,)).rowcount > 0
+            if removed:
+                db.execute(_BUMP)
+                db.execute(_MARK_REBUILD)
+        return removed
+
+    def list(self, limit: int = 50, offset: int = 0, failure_class: str | None = None) -> list[Incident]:
+        where, args = ("WHERE failure_class = ?", [getattr(failure_class, "value", failure_class)]) \
+            if failure_class is not None else ("", [])
+        sql = f"SELECT body FROM incidents {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?"
+        with self._lock:
+            rows = self._conn.execute(sql, [*args, limit, offset]).fetchall()
+        return [Incident.model_validate_json(body) for (body,) in rows]
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM incidents").fetchone()[0])
+
+    def search(self, fingerprint: Fingerprint, k: int = 5) -> list[tuple[Incident, float]]:
+        query = self.embedder.embed([fingerprint.text()])[0]
+        if k <= 0 or not query.any():
+            return []
+        hits = self._fresh_index().search(query, k)
+        marks = ",".join("?" * len(hits))
+        with self._lock:
+            bodies = dict(self._conn.execute(f"SELECT rowid, body FROM incidents WHERE rowid IN ({marks})",
+                                             [r for r, _ in hits]).fetchall())
+        # A row removed by another process since the index was brought up to date is skipped.
+        return [(Incident.model_validate_json(bodies[r]), score) for r, score in hits if r in bodies]
+
+    def export_jsonl(self, fh: IO[str]) -> int:
+        n = 0
+        with self._read() as db:
+            for (body,) in db.execute("SELECT body FROM incidents ORDER BY rowid"):
+                fh.write(body + "\n")
+                n += 1
+        return n
+
+    def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
+        return len(self._insert(read_jsonl(fh, source), renew_on_clash=True))
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SqliteIncidentStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the index -----------------------------------------------------------------------------------------
+
+    def _meta_int(self, key: str) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
+
+    def _fresh_index(self) -> VectorIndex:
+        """The index as of the database's current generation: in memory, else from disk, else rebuilt."""
+        with self._lock:
+            if self._index is not None and self._index.generation == self._meta_int("generation"):
+                return self._index
+            with self._files.locked():
+                name, dim = self.embedder.name, self.embedder.dim
+                disk = self._files.read_meta(self._uid, name, dim)
+                base = self._index
+                # Reading 100 MB from disk only pays when the index in memory would otherwise be rebuilt.
+                if disk is not None and (base is None or base.generation < self._meta_int("rebuild_generation")):
+                    base = self._files.load(disk)
+                    disk = disk if base is not None else None  # an unreadable file counts as none
+                with self._read() as db:
+                    self._check_embedder(db)
+                    index, rebuilt = catch_up(db, base, dim)
+                # Rewriting a 100 MB index for every new incident would cost more than the append it saves:
+                # save after a rebuild, or once the rows differ from the file's by 1%.
+                if rebuilt or disk is None or 100 * abs(index.index.ntotal - disk.ntotal) >= index.index.ntotal:
+                    self._files.save(index, self._uid, name)
+            self._index = index
+            return index
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying: SQLite answers 'locked' at once, without its busy handler, while another
+    process creating the same new database holds the lock the switch needs."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
