@@ -32,6 +32,18 @@ class Alternative(Strict):
     score: float
 
 
+class SimilarIncident(Strict):
+    """A past incident close to the current job, as shown in a diagnosis."""
+
+    id: str
+    similarity: float
+    failure_class: FailureClass
+    action: Action
+    resolution: str | None = None
+    job: str
+    created_at: datetime
+
+
 class Diagnosis(Strict):
     """One root cause for the job (the contract of DEVELOPERS.md plus what operators need)."""
 
@@ -47,3 +59,5 @@ class Diagnosis(Strict):
     mitigation: list[str] = []
     decided_by: Literal["rules", "memory", "llm", "none"] = "rules"
     alternatives: list[Alternative] = []
+    similar: list[SimilarIncident] = []  # most similar past incidents, best first (empty without memory)
+    novel: bool | None = None  # True: nothing in memory is similar; None: memory not consulted or empty

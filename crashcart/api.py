@@ -8,7 +8,10 @@ from pathlib import Path
 
 from agent.diagnose import diagnose
 from agent.events import build_events
+from agent.fingerprint import fingerprint
+from agent.memory import recall, with_memory
 from crashcart.report import Report, ScanStats
+from knowledge.incident_store import IncidentStore
 from knowledge.rules import Rule, load_rules
 from parsers.scan import scan_sources
 from parsers.sources import discover
@@ -17,9 +20,14 @@ MAX_REPORT_EVENTS = 300
 
 
 def triage(
-    paths: Sequence[str | Path], *, rules: Sequence[Rule] | None = None, workers: int | None = None
+    paths: Sequence[str | Path], *, rules: Sequence[Rule] | None = None, workers: int | None = None,
+    memory: IncidentStore | None = None, k: int = 5,
 ) -> Report:
-    """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure."""
+    """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
+
+    With an incident `memory`, the diagnosis lists the k most similar past incidents, lets them decide when
+    the rules are unsure, and says when the failure is new.
+    """
     started = time.perf_counter()
     sources = discover([str(p) for p in paths])
     active = list(rules) if rules is not None else load_rules()
@@ -28,6 +36,9 @@ def triage(
     scanned = time.perf_counter()
     events = build_events(scans)
     diagnosis = diagnose(events, scans)
+    print_ = fingerprint(scans, events)
+    if memory is not None:
+        diagnosis = with_memory(diagnosis, recall(memory, print_, k))
     done = time.perf_counter()
     size = sum(s.bytes for s in scans)
     seconds = done - started
@@ -43,6 +54,7 @@ def triage(
         events=events[:MAX_REPORT_EVENTS],
         events_omitted=max(0, len(events) - MAX_REPORT_EVENTS),
         stats=stats,
+        fingerprint=print_,
         timings={
             "load_rules": round(loaded - started, 3),
             "scan": round(scanned - loaded, 3),

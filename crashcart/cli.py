@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crashcart.cli_cases import cases_app
 from crashcart.errors import CrashcartError
 
 app = typer.Typer(
@@ -22,6 +23,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+app.add_typer(cases_app, name="cases")
 
 
 class Format(str, Enum):
@@ -38,12 +42,19 @@ def triage(
     paths: Annotated[list[str], typer.Argument(help="log files, folders of logs, .gz/.zst, or - for stdin")],
     fmt: FormatOpt = Format.text,
     workers: Annotated[int | None, typer.Option(help="processes for multi-file jobs (default: CPUs)")] = None,
+    memory: Annotated[Path | None, typer.Option(help="incident store to compare with (default: "
+                                                "$CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)")] = None,
+    no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
     from crashcart.api import triage as run_triage
+    from crashcart.memory import open_memory
     from crashcart.render import to_json, to_markdown, to_terminal
 
-    report = run_triage(paths, workers=workers)
+    store = None if no_memory else open_memory(memory)
+    if memory is not None and store is None:
+        raise CrashcartError(f"no incident store at {memory}: create one with `crashcart cases add --memory {memory}`")
+    report = run_triage(paths, workers=workers, memory=store)
     if fmt is Format.json:
         sys.stdout.write(to_json(report) + "\n")
     elif fmt is Format.md:
@@ -56,11 +67,23 @@ def triage(
 def eval_(
     directory: Annotated[Path, typer.Argument(help="an eval set: DIR/labels.jsonl and its cases")],
     fmt: FormatOpt = Format.text,
+    memory: Annotated[bool, typer.Option("--memory", help="also leave-one-out with incident memory, and "
+                                         "retrieval alone; report top-k neighbour recall")] = False,
+    k: Annotated[int, typer.Option("-k", "--top", help="neighbours per case with --memory")] = 3,
 ) -> None:
     """Triage every labeled case of DIR and report accuracy, F1, action, evidence and node hit rates."""
-    from evals.render import render_markdown, render_text
+    from evals.render import render_markdown, render_memory, render_text
     from evals.runner import evaluate
 
+    if memory:
+        from evals.memory_eval import evaluate_memory
+
+        compared = evaluate_memory(directory, k=k)
+        if fmt is Format.json:
+            sys.stdout.write(compared.model_dump_json(indent=2) + "\n")
+        else:
+            Console().print(render_memory(compared))
+        return
     report = evaluate(directory)
     if fmt is Format.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")

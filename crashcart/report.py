@@ -6,6 +6,7 @@ from pydantic import Field
 
 from agent.events import Event
 from agent.models import Diagnosis
+from knowledge.incidents import Fingerprint
 from parsers.models import Strict
 
 REPORT_VERSION = 1
@@ -32,4 +33,5 @@ class Report(Strict):
     events: list[Event] = []
     events_omitted: int = 0
     stats: ScanStats
+    fingerprint: Fingerprint = Field(default_factory=Fingerprint)
     timings: dict[str, float] = Field(default_factory=dict)

@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evals.memory_eval import MemoryEvalReport
 from evals.metrics import ERROR_COLUMN, CaseResult, EvalReport
 
 
@@ -127,3 +128,20 @@ def render_markdown(report: EvalReport) -> str:
     else:
         out.append("None.")
     return "\n".join(out) + "\n"
+
+
+def render_memory(report: MemoryEvalReport) -> RenderableType:
+    """Rules alone vs rules + memory (leave-one-out) vs retrieval alone, with neighbour recall."""
+    table = Table(title=f"incident memory on {report.cases} cases (k={report.k}, novelty threshold "
+                        f"{report.threshold:.2f})")
+    table.add_column("mode")
+    for col in ("accuracy", "macro-F1", "action acc.", "evidence hit"):
+        table.add_column(col, justify="right")
+    for name, r in (("rules", report.rules), ("rules + memory (LOO)", report.rules_memory_loo),
+                    ("retrieval only", report.retrieval_only)):
+        table.add_row(name, f"{r.accuracy:.3f}", f"{r.macro_f1:.3f}", f"{r.action_accuracy:.3f}",
+                      "-" if r.evidence_hit_rate is None else f"{r.evidence_hit_rate:.3f}")
+    footer = (f"correct class is the top neighbour in {report.top1_recall:.1%} of cases, among the top "
+              f"{report.k} in {report.topk_recall:.1%}; memory decided {report.memory_decided}, "
+              f"{report.novel_cases} reported as new; calibrated novelty threshold {report.calibrated_threshold:.2f}")
+    return Group(table, footer)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.models import Diagnosis
 from crashcart.errors import CrashcartError
 from crashcart.report import Report
 from evals.dataset import LabeledCase, load_evalset
@@ -38,30 +39,36 @@ def evaluate(
     return compute_metrics(results)
 
 
-def run_case(case: LabeledCase, root: Path, triage_fn: TriageFn) -> CaseResult:
-    """Triage one case, timed; its label and the prediction side by side."""
-    expected = {
+def _expected(case: LabeledCase) -> dict:
+    return {
         "id": case.id,
         "expected_class": case.failure_class,
         "expected_action": case.action,
         "expected_evidence": case.evidence,
         "expected_faulty_nodes": case.faulty_nodes,
     }
+
+
+def case_result(case: LabeledCase, diagnosis: Diagnosis, seconds: float) -> CaseResult:
+    """A case's label and a diagnosis of it, side by side."""
+    return CaseResult(
+        **_expected(case),
+        predicted_class=diagnosis.failure_class,
+        predicted_action=diagnosis.action,
+        predicted_evidence=[e.text for e in diagnosis.evidence],
+        predicted_faulty_nodes=diagnosis.faulty_nodes,
+        predicted_faulty_ranks=diagnosis.faulty_ranks,
+        seconds=seconds,
+    )
+
+
+def run_case(case: LabeledCase, root: Path, triage_fn: TriageFn) -> CaseResult:
+    """Triage one case, timed; its label and the prediction side by side."""
     start = time.perf_counter()
     try:
         report = triage_fn([str(case.resolve(root))])
     except CrashcartError as exc:
         return CaseResult(
-            **expected, seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}"
+            **_expected(case), seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}"
         )
-    seconds = time.perf_counter() - start
-    d = report.diagnosis
-    return CaseResult(
-        **expected,
-        predicted_class=d.failure_class,
-        predicted_action=d.action,
-        predicted_evidence=[e.text for e in d.evidence],
-        predicted_faulty_nodes=d.faulty_nodes,
-        predicted_faulty_ranks=d.faulty_ranks,
-        seconds=seconds,
-    )
+    return case_result(case, report.diagnosis, time.perf_counter() - start)

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from crashcart import cli
-
 OOM_LOG = (
     "[rank0]: iteration      100/  5000 | lm loss: 2.31 |\n"
     "[rank3]: iteration      100/  5000 | lm loss: 2.30 |\n"
@@ -21,18 +19,6 @@ OOM_LOG = (
 )
 
 
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["crashcart", *args])
-    monkeypatch.delenv("CRASHCART_DEBUG", raising=False)
-    code = 0
-    try:
-        cli.main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.fixture()
 def oom_log(tmp_path: Path) -> Path:
     path = tmp_path / "train.log"
@@ -40,8 +26,8 @@ def oom_log(tmp_path: Path) -> Path:
     return path
 
 
-def test_json_contract(monkeypatch, capsys, oom_log: Path) -> None:
-    code, out, _ = run(monkeypatch, capsys, "triage", str(oom_log), "--format", "json")
+def test_json_contract(cli, oom_log: Path) -> None:
+    code, out, _ = cli("triage", str(oom_log), "--format", "json")
     assert code == 0
     report = json.loads(out)
     d = report["diagnosis"]
@@ -55,21 +41,21 @@ def test_json_contract(monkeypatch, capsys, oom_log: Path) -> None:
     assert report["stats"]["lines"] == 4
 
 
-def test_text_and_markdown_formats(monkeypatch, capsys, oom_log: Path) -> None:
-    code, out, _ = run(monkeypatch, capsys, "triage", str(oom_log))
+def test_text_and_markdown_formats(cli, oom_log: Path) -> None:
+    code, out, _ = cli("triage", str(oom_log))
     assert code == 0 and "gpu_oom" in out and "train.log:3" in out
-    code, out, _ = run(monkeypatch, capsys, "triage", str(oom_log), "--format", "md")
+    code, out, _ = cli("triage", str(oom_log), "--format", "md")
     assert code == 0
     assert out.startswith("**crashcart: `gpu_oom` → `fix_job`**")
     assert "`train.log:3`" in out and "**Next steps**" in out
 
 
-def test_stdin(monkeypatch, capsys) -> None:
+def test_stdin(cli, monkeypatch) -> None:
     class FakeStdin:
         buffer = __import__("io").BytesIO(OOM_LOG.encode())
 
     monkeypatch.setattr(sys, "stdin", FakeStdin())
-    code, out, _ = run(monkeypatch, capsys, "triage", "-", "--format", "json")
+    code, out, _ = cli("triage", "-", "--format", "json")
     assert code == 0
     assert json.loads(out)["diagnosis"]["evidence"][0]["file"] == "<stdin>"
 
@@ -89,20 +75,20 @@ def _truncated_gzip(tmp_path: Path) -> Path:
         (_truncated_gzip, "truncated gzip"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path: Path, make, message: str) -> None:
-    code, out, err = run(monkeypatch, capsys, "triage", str(make(tmp_path)))
+def test_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path, make, message: str) -> None:
+    code, out, err = cli("triage", str(make(tmp_path)))
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1 and err.startswith("crashcart: error: ") and message in err
     assert "Traceback" not in err
 
 
-def test_odd_but_valid_input_is_read(monkeypatch, capsys, tmp_path: Path) -> None:
+def test_odd_but_valid_input_is_read(cli, tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_bytes(b"")
     (tmp_path / "crlf.log").write_bytes(b"epoch 1 ok\r\nOSError: [Errno 28] No space left on device\r\n")
     (tmp_path / "latin1.log").write_bytes(b"caf\xe9 \xff\xfe step 3\n")
     (tmp_path / "huge.log").write_bytes(b"x" * (10 << 20) + b"\n")
-    code, out, _ = run(monkeypatch, capsys, "triage", str(tmp_path), "--format", "json")
+    code, out, _ = cli("triage", str(tmp_path), "--format", "json")
     assert code == 0
     report = json.loads(out)
     assert report["diagnosis"]["failure_class"] == "storage"
@@ -110,13 +96,14 @@ def test_odd_but_valid_input_is_read(monkeypatch, capsys, tmp_path: Path) -> Non
     assert report["stats"]["files"] == 4
 
 
-def test_debug_env_reraises(monkeypatch, capsys, tmp_path: Path) -> None:
+def test_debug_env_reraises(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(sys, "argv", ["crashcart", "triage", str(tmp_path / "nope")])
     monkeypatch.setenv("CRASHCART_DEBUG", "1")
+    from crashcart import cli as cli_module
     from crashcart.errors import InputError
 
     with pytest.raises(InputError):
-        cli.main()
+        cli_module.main()
 
 
 def test_console_script_runs_as_a_process(oom_log: Path) -> None:

@@ -1,0 +1,96 @@
+"""Incident memory for users: open the store, turn a confirmed triage into an incident, import eval sets.
+
+The CLI's `cases` commands, the bot and batch triage all call these functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.memory import recall
+from agent.models import SimilarIncident
+from crashcart.api import triage
+from crashcart.errors import InputError
+from crashcart.report import Report
+from evals.dataset import load_evalset
+from knowledge.incident_store import IncidentStore, SqliteIncidentStore
+from knowledge.incidents import Incident, Provenance
+from knowledge.runbooks import mitigation_steps
+from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+
+MEMORY_ENV = "CRASHCART_MEMORY"
+
+
+def default_memory_path() -> Path:
+    """$CRASHCART_MEMORY, else $XDG_DATA_HOME/crashcart/incidents.db (~/.local/share/... by default)."""
+    if os.environ.get(MEMORY_ENV):
+        return Path(os.environ[MEMORY_ENV])
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "crashcart" / "incidents.db"
+
+
+def open_memory(path: str | Path | None = None, *, create: bool = False) -> SqliteIncidentStore | None:
+    """The incident store at path (or the default); None when it does not exist and create is False."""
+    where = Path(path) if path is not None else default_memory_path()
+    if not create and not where.exists():
+        return None
+    return SqliteIncidentStore(where)
+
+
+def incident_from_report(
+    report: Report, *, failure_class: FailureClass | None = None, action: Action | None = None,
+    job: str | None = None, confirmed_by: str | None = None, resolution: str | None = None,
+    source: str = "operator",
+) -> Incident:
+    """An incident from a triage report, with the class an operator confirmed (or the one diagnosed)."""
+    d = report.diagnosis
+    cls = failure_class or d.failure_class
+    if cls is FailureClass.UNKNOWN:
+        raise InputError("an incident needs a confirmed failure class: pass --class with a taxonomy class")
+    same = cls is d.failure_class
+    return Incident(
+        fingerprint=report.fingerprint,
+        failure_class=cls,
+        action=action or (d.action if same else DEFAULT_ACTION[cls]),
+        evidence=d.evidence,
+        faulty_nodes=d.faulty_nodes,
+        stage=d.stage,
+        mitigation=d.mitigation if same else mitigation_steps(cls, d.faulty_nodes),
+        resolution=resolution,
+        provenance=Provenance(job=job or ", ".join(report.paths), confirmed_by=confirmed_by, source=source),
+    )
+
+
+def add_from_paths(
+    store: IncidentStore, paths: list[str], *, failure_class: FailureClass | None = None,
+    action: Action | None = None, job: str | None = None, confirmed_by: str | None = None,
+    resolution: str | None = None,
+) -> Incident:
+    """Triage the logs at paths and store the confirmed incident."""
+    report = triage(paths)
+    incident = incident_from_report(
+        report, failure_class=failure_class, action=action, job=job, confirmed_by=confirmed_by,
+        resolution=resolution,
+    )
+    return store.add(incident)
+
+
+def add_from_evalset(
+    store: IncidentStore, root: Path, triage_fn: Callable[[list[str]], Report] = triage
+) -> list[Incident]:
+    """Every case of DIR/labels.jsonl, triaged and stored with its labeled class and action."""
+    incidents = []
+    for case in load_evalset(root):
+        report = triage_fn([str(case.resolve(root))])
+        incidents.append(incident_from_report(
+            report, failure_class=case.failure_class, action=case.action, job=case.id, source="evalset",
+            resolution=case.why,
+        ))
+    return store.add_many(incidents)
+
+
+def search_paths(store: IncidentStore, paths: list[str], k: int = 5) -> list[SimilarIncident]:
+    """The incidents most similar to the logs at paths."""
+    return recall(store, triage(paths).fingerprint, k)

@@ -1,0 +1,129 @@
+"""How much incident memory adds: rules alone, rules + memory (leave-one-out), retrieval alone, top-k recall.
+
+Each case is triaged once. Its incident (fingerprint + labeled class) goes into an in-memory store; then
+every case is diagnosed again with all the *other* cases in memory (leave-one-out), and with retrieval
+only (fingerprints without rule ids, rules switched off: the neighbours' vote or `unknown`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
+from agent.models import Diagnosis, SimilarIncident
+from crashcart.report import Report
+from evals.dataset import LabeledCase, load_evalset
+from evals.metrics import EvalReport, compute_metrics
+from evals.runner import case_result
+from knowledge.incident_store import MemoryIncidentStore
+from knowledge.incidents import Incident
+from knowledge.taxonomy import DEFAULT_ACTION, FailureClass
+
+TriageFn = Callable[[list[str]], Report]
+
+
+class MemoryEvalReport(BaseModel):
+    """The three modes side by side, plus how often the right class is among the neighbours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cases: int
+    k: int
+    threshold: float
+    rules_accuracy: float
+    memory_accuracy: float
+    retrieval_accuracy: float
+    top1_recall: float
+    topk_recall: float
+    novel_cases: int
+    memory_decided: int
+    calibrated_threshold: float  # the split of top-1 similarities that best separates same-class neighbours
+    rules: EvalReport
+    rules_memory_loo: EvalReport
+    retrieval_only: EvalReport
+
+
+def _strip_rules(incident: Incident) -> Incident:
+    bare = incident.fingerprint.model_copy(update={"rule_ids": [], "classes": []})
+    return incident.model_copy(update={"fingerprint": bare})
+
+
+def _neighbours(store: MemoryIncidentStore, incident: Incident, k: int) -> list[SimilarIncident]:
+    return [s for s in recall(store, incident.fingerprint, k + 1) if s.id != incident.id][:k]
+
+
+def _retrieval_only(neighbours: list[SimilarIncident], threshold: float) -> Diagnosis:
+    decided = vote(neighbours, threshold)
+    cls = decided[0] if decided else FailureClass.UNKNOWN
+    action = decided[1] if decided else DEFAULT_ACTION[cls]
+    return Diagnosis(failure_class=cls, action=action, confidence=decided[2] if decided else 0.0,
+                     summary="retrieval only", decided_by="memory" if decided else "none", similar=neighbours)
+
+
+def evaluate_memory(
+    root: Path, triage_fn: TriageFn | None = None, k: int = 3, threshold: float = NOVELTY_THRESHOLD
+) -> MemoryEvalReport:
+    """Leave-one-out over the set at root, in the three modes."""
+    from crashcart.memory import incident_from_report  # lazy: loads the pipeline
+
+    if triage_fn is None:
+        from crashcart.api import triage as triage_fn
+    cases: list[LabeledCase] = load_evalset(Path(root))
+    runs: list[tuple[LabeledCase, Report, float]] = []
+    for case in cases:
+        start = time.perf_counter()
+        runs.append((case, triage_fn([str(case.resolve(Path(root)))]), time.perf_counter() - start))
+    incidents = [
+        incident_from_report(r, failure_class=c.failure_class, action=c.action, job=c.id, source="evalset")
+        for c, r, _ in runs
+    ]
+    full, bare = MemoryIncidentStore(), MemoryIncidentStore()
+    incidents = full.add_many(incidents)
+    bare.add_many([_strip_rules(i) for i in incidents])
+    rules, memory, retrieval = [], [], []
+    top1 = topk = novel = decided = 0
+    nearest: list[tuple[float, bool]] = []
+    for (case, report, seconds), incident in zip(runs, incidents, strict=True):
+        near = _neighbours(full, incident, k)
+        with_mem = with_memory(report.diagnosis, near, threshold)
+        rules.append(case_result(case, report.diagnosis, seconds))
+        memory.append(case_result(case, with_mem, seconds))
+        retrieval.append(case_result(case, _retrieval_only(_neighbours(bare, incident, k), threshold), seconds))
+        top1 += bool(near) and near[0].failure_class is case.failure_class
+        if near:
+            nearest.append((near[0].similarity, near[0].failure_class is case.failure_class))
+        topk += any(n.failure_class is case.failure_class for n in near)
+        novel += bool(with_mem.novel)
+        decided += with_mem.decided_by == "memory"
+    r, m, o = compute_metrics(rules), compute_metrics(memory), compute_metrics(retrieval)
+    n = max(1, len(cases))
+    return MemoryEvalReport(
+        cases=len(cases), k=k, threshold=threshold, rules_accuracy=r.accuracy, memory_accuracy=m.accuracy,
+        retrieval_accuracy=o.accuracy, top1_recall=top1 / n, topk_recall=topk / n, novel_cases=novel,
+        memory_decided=decided, calibrated_threshold=calibrate_threshold(nearest), rules=r,
+        rules_memory_loo=m, retrieval_only=o,
+    )
+
+
+def calibrate_threshold(nearest: list[tuple[float, bool]]) -> float:
+    """The novelty threshold that best splits top-1 neighbours: same class above it, other classes below.
+
+    Youden's J: the share of same-class neighbours kept above plus the share of other-class ones put below,
+    over thresholds 0.05..0.95 (ties: the lower threshold). 0.0 when one kind is missing.
+    """
+    same = sum(ok for _, ok in nearest)
+    other = len(nearest) - same
+    if not same or not other:
+        return 0.0
+    best, best_score = 0.0, -1.0
+    for step in range(5, 96, 5):
+        t = step / 100
+        kept = sum(ok for sim, ok in nearest if sim >= t) / same
+        rejected = sum(not ok for sim, ok in nearest if sim < t) / other
+        if kept + rejected > best_score + 1e-9:
+            best, best_score = t, kept + rejected
+    return best

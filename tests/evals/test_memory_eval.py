@@ -1,0 +1,50 @@
+"""Memory evaluation: leave-one-out never lets a case find itself, and memory does not cost accuracy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evals.memory_eval import evaluate_memory
+from evals.render import render_memory
+
+RECURRING = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
+2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step {s} after quorum loss on host {h}
+"""
+OTHER = "2026-03-02 11:00:0{i} ERROR frobnicator checksum mismatch in widget {s} on {h}\n"
+
+
+def _set(root: Path) -> Path:
+    (root / "cases").mkdir(parents=True)
+    labels = []
+    for n in range(3):
+        for kind, text, cls in (("quorum", RECURRING, "node_failure"), ("frob", OTHER, "data_error")):
+            name = f"{kind}-{n}"
+            (root / "cases" / f"{name}.log").write_text(text.format(i=n, s=100 + 37 * n, h=f"gpu-a{n}"))
+            labels.append({"id": name, "path": f"cases/{name}.log", "failure_class": cls, "action": "fix_job",
+                           "evidence": [], "faulty_nodes": []})
+    (root / "labels.jsonl").write_text("\n".join(json.dumps(x) for x in labels) + "\n")
+    return root
+
+
+def test_recurring_failures_unknown_to_rules_are_recognised_leave_one_out(tmp_path: Path) -> None:
+    report = evaluate_memory(_set(tmp_path), k=2)
+    assert report.rules_accuracy == 0.0  # no rule knows these messages
+    assert report.memory_accuracy == 1.0 and report.memory_decided == 6
+    assert report.top1_recall == 1.0 and report.novel_cases == 0
+    assert report.retrieval_accuracy == 1.0
+    assert "rules + memory (LOO)" in str(render_memory(report).renderables[0].columns[0]._cells)
+
+
+def test_dev_set_memory_is_at_least_as_accurate_as_rules(dev_evalset: Path) -> None:
+    report = evaluate_memory(dev_evalset, k=3)
+    assert report.memory_accuracy >= report.rules_accuracy >= 0.85
+    assert 0.0 < report.topk_recall <= 1.0 and report.top1_recall <= report.topk_recall
+
+
+def test_calibrated_threshold_splits_same_class_neighbours_from_the_rest() -> None:
+    from evals.memory_eval import calibrate_threshold
+
+    nearest = [(0.9, True), (0.8, True), (0.6, True), (0.5, False), (0.3, False), (0.7, False)]
+    assert calibrate_threshold(nearest) == 0.55  # keeps all 3 same-class, rejects 2 of 3 others
+    assert calibrate_threshold([(0.9, True)]) == 0.0
