@@ -55,12 +55,30 @@ def to_terminal(report: Report) -> RenderableType:
         f"{st.templates:,} templates in {st.seconds:.2f}s ({st.mb_per_s:.0f} MB/s)",
         style="dim",
     )
-    return Group(
+    parts: list[RenderableType] = [
         Panel(head, title="crashcart diagnosis", border_style=style),
         Panel(evidence, title="evidence"),
         Panel(steps, title="next steps"),
-        footer,
-    )
+    ]
+    if d.similar or d.novel:
+        parts.append(Panel(_similar_table(report), title="seen before?"))
+    return Group(*parts, footer)
+
+
+def _similar_table(report: Report) -> RenderableType:
+    d = report.diagnosis
+    if d.novel:
+        note = Text("nothing similar in incident memory: a new failure", style="yellow")
+        if not d.similar:
+            return note
+    table = Table(box=None, expand=True)
+    for name in ("sim", "incident", "class → action"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("job / resolution", no_wrap=True, overflow="ellipsis", ratio=1)
+    for item in d.similar:
+        table.add_row(f"{item.similarity:.2f}", item.id, f"{item.failure_class.value} → {item.action.value}",
+                      Text(item.job + (f": {item.resolution}" if item.resolution else "")))
+    return Group(note, table) if d.novel else table
 
 
 def to_markdown(report: Report) -> str:
@@ -83,6 +101,12 @@ def to_markdown(report: Report) -> str:
     if d.mitigation:
         lines += ["", "**Next steps**", ""]
         lines += [f"{i}. {step}" for i, step in enumerate(d.mitigation, 1)]
+    if d.novel:
+        lines += ["", "_Nothing similar in incident memory: a new failure._"]
+    if d.similar:
+        lines += ["", "**Similar past incidents**", ""]
+        lines += [f"- `{s.id}` ({s.similarity:.2f}): `{s.failure_class.value}` → `{s.action.value}`, job {s.job}"
+                  + (f"; resolved: {s.resolution[:200]}" if s.resolution else "") for s in d.similar]
     st = report.stats
     lines += ["", f"_{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s_"]
     return "\n".join(lines) + "\n"
