@@ -1,0 +1,208 @@
+"""Checking a proposed rule before an operator sees it, and the template proposer built on those checks.
+
+A proposal (from the LLM agent or from `derive_from_template`) reaches the queue in knowledge/rule_store.py only
+with a `Validation` that says it compiles in both engines of the fast filter, has no backtracking-prone shape,
+matches every evidence line it was made for, matches no healthy training-log line and is not trivially broad.
+Each refusal is one line that says what to change, so the agent can retry and the operator can judge.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from itertools import accumulate
+
+import hyperscan
+import re2
+from pydantic import BaseModel, ConfigDict
+
+from agent import regex_shape
+from agent.corpora import healthy_corpus, random_lines
+from agent.derive import derive_from_template
+from crashcart.errors import KnowledgeError
+from knowledge.rule_store import RuleProposal, hyperscan_database
+from knowledge.rules import Role, load_rules
+from knowledge.taxonomy import Action, FailureClass
+from parsers.rulefilter import RuleFilter
+
+__all__ = ["Rejection", "Validation", "derive_from_template", "healthy_corpus", "propose_from_evidence",
+           "validate_pattern"]
+
+MIN_LITERALS = 8  # `error`, `\d+ failed`, `.*` fall short; `NCCL WARN` just makes it
+MAX_RANDOM_SHARE = 0.01  # of the random log-like lines a specific rule may match
+TEMPLATE_MODEL = "drain3-template"
+_SHOWN = 120  # characters of a line quoted in a reason
+
+
+class Validation(BaseModel):
+    """The verdict on one pattern: ok only when reasons is empty; notes say what was checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    reasons: list[str]
+    notes: list[str]
+
+
+class Rejection(BaseModel):
+    """What the template proposer returns instead of a proposal when its pattern fails validation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str
+    reasons: list[str]
+    notes: list[str] = []
+
+
+def validate_pattern(pattern: str, examples: list[str], healthy: Iterable[str] | None = None) -> Validation:
+    """Every reason the pattern cannot be a rule (empty when it can), against `healthy` (default: healthy_corpus)."""
+    reasons: list[str] = []
+    notes: list[str] = []
+    parsed = regex_shape.parse(pattern)
+    unsupported = regex_shape.unsupported(parsed) if parsed is not None else []
+    reasons += unsupported + _check_shape(parsed, notes)
+    regex, db = _compile(pattern, reasons, quiet=bool(unsupported))
+    if regex is not None:
+        lines = tuple(healthy) if healthy is not None else _default_healthy()
+        reasons += _check_examples(regex, db, examples, notes)
+        reasons += _check_healthy(regex, db, lines, notes)
+        reasons += _check_random(regex, db, notes)
+    return Validation(ok=not reasons, reasons=reasons, notes=notes)
+
+
+def _check_shape(parsed: regex_shape.Items | None, notes: list[str]) -> list[str]:
+    """Backtracking-prone shapes and too few literal characters, read off the parse tree."""
+    if parsed is None:
+        notes.append("Python's parser cannot read it, so its backtracking shape was not checked")
+        return []
+    reasons = regex_shape.backtracking(parsed)
+    literals = regex_shape.required_literals(parsed)
+    if literals < MIN_LITERALS:
+        reasons.append(f"too broad: only {literals} literal characters in every match (at least {MIN_LITERALS} "
+                       "needed); anchor it on the message's own words")
+    else:
+        notes.append(f"{literals} literal characters in every match")
+    return reasons
+
+
+@lru_cache(maxsize=1)
+def _default_healthy() -> tuple[str, ...]:
+    return tuple(healthy_corpus())
+
+
+def _compile(pattern: str, reasons: list[str], quiet: bool) -> tuple[re2._Regexp | None, hyperscan.Database | None]:
+    """Both engines' forms; a refusal is a reason unless an `unsupported:` reason already says why."""
+    options = re2.Options()
+    options.log_errors = False
+    regex = db = None
+    try:
+        regex = re2.compile(pattern, options)
+    except re2.error as exc:
+        if not quiet:
+            reasons.append(f"compile: RE2 rejects it ({_text(exc)}); the fast filter confirms lines in RE2")
+    try:
+        db = hyperscan_database(pattern)
+    except KnowledgeError as exc:
+        if not quiet:
+            cause = _text(exc.__cause__) if exc.__cause__ else str(exc)
+            reasons.append(f"compile: Hyperscan rejects it ({cause}); the fast filter scans blocks with Hyperscan")
+    return regex, db
+
+
+def _text(exc: BaseException) -> str:
+    arg = exc.args[0] if exc.args else exc
+    return (arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)).splitlines()[0]
+
+
+def _check_examples(regex: re2._Regexp, db: hyperscan.Database | None, examples: list[str],
+                    notes: list[str]) -> list[str]:
+    if not examples:
+        return ["misses example: none given; pass the evidence lines it must match"]
+    reasons = [f"misses example: {ex[:_SHOWN]!r}" for ex in examples if not regex.search(ex)]
+    if db is not None:
+        reasons += [f"compile: Hyperscan misses example {ex[:_SHOWN]!r} that RE2 matches; the filter would never "
+                    "see it" for ex in examples if regex.search(ex) and not _matching(regex, db, (ex,))]
+    if not reasons:
+        notes.append(f"matches all {len(examples)} example line(s) in RE2 and Hyperscan")
+        notes += _known_already(examples)
+    return reasons
+
+
+def _known_already(examples: list[str]) -> list[str]:
+    """A note (not a refusal) when shipped failure rules already fire on the evidence: the proposal may be redundant,
+    or may name a deeper cause than they do; the operator decides."""
+    shipped = _shipped_filter()
+    ids = sorted({shipped.rules[h.rule_index].id for h in shipped.scan("\n".join(examples).encode())
+                  if shipped.rules[h.rule_index].role is not Role.CONTEXT})
+    return [f"shipped rules already match the examples: {', '.join(ids)}"] if ids else []
+
+
+@lru_cache(maxsize=1)
+def _shipped_filter() -> RuleFilter:
+    return RuleFilter(load_rules())
+
+
+def _check_healthy(regex: re2._Regexp, db: hyperscan.Database | None, lines: tuple[str, ...],
+                   notes: list[str]) -> list[str]:
+    hits = _matching(regex, db, lines)
+    if hits:
+        more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
+        return [f"matches healthy line: {lines[hits[0]][:_SHOWN]!r}{more}; make it specific to the failure"]
+    notes.append(f"matches none of {len(lines)} healthy log lines")
+    return []
+
+
+def _check_random(regex: re2._Regexp, db: hyperscan.Database | None, notes: list[str]) -> list[str]:
+    lines = random_lines()
+    share = len(_matching(regex, db, lines)) / len(lines)
+    if share > MAX_RANDOM_SHARE:
+        return [f"too broad: matches {share:.1%} of {len(lines)} random log-like lines (the limit is "
+                f"{MAX_RANDOM_SHARE:.0%}); anchor it on the message's own words"]
+    notes.append(f"matches {share:.1%} of {len(lines)} random log-like lines")
+    return []
+
+
+def _matching(regex: re2._Regexp, db: hyperscan.Database | None, lines: Sequence[str]) -> list[int]:
+    """Indexes of the lines the fast filter would hit: Hyperscan candidates over the joined text, RE2-confirmed."""
+    if db is None:  # Hyperscan refused the pattern (already a reason): RE2 alone still shows what it would hit
+        return [i for i, line in enumerate(lines) if regex.search(line)]
+    blob, starts = _joined(tuple(lines))
+    candidates: set[int] = set()
+
+    def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+        # The line the filter would confirm: the one holding the match end, found as RuleFilter finds it.
+        candidates.add(bisect_right(starts, blob.rfind(b"\n", 0, to) + 1) - 1)
+
+    db.scan(blob, match_event_handler=on_match, scratch=hyperscan.Scratch(db))
+    return sorted(i for i in candidates if regex.search(lines[i]))
+
+
+@lru_cache(maxsize=8)
+def _joined(lines: tuple[str, ...]) -> tuple[bytes, list[int]]:
+    """The lines as one block (as the filter scans them) and the byte offset where each starts."""
+    encoded = [line.encode() for line in lines]
+    starts = [0, *accumulate(len(e) + 1 for e in encoded)][:-1]
+    return b"\n".join(encoded), starts
+
+
+def propose_from_evidence(
+    line: str, template: str, failure_class: FailureClass, *, job: str, explanation: str | None = None,
+    role: Role = Role.ROOT_CAUSE, action: Action | None = None, priority: int = 60,
+    healthy: Iterable[str] | None = None,
+) -> RuleProposal | Rejection:
+    """The template proposer: derive a regex from an evidence line's template, validate it, and return an
+    unsaved proposal (origin "template") carrying the validation notes, or a Rejection with the reasons."""
+    example = line.rstrip("\r\n")
+    try:
+        pattern = derive_from_template(template, example)
+    except KnowledgeError as exc:
+        return Rejection(pattern="", reasons=[str(exc)])
+    verdict = validate_pattern(pattern, [example], healthy)
+    if not verdict.ok:
+        return Rejection(pattern=pattern, reasons=verdict.reasons, notes=verdict.notes)
+    return RuleProposal(
+        pattern=pattern, failure_class=failure_class, action=action, role=role, priority=priority,
+        explanation=explanation or f"Derived from the template of an evidence line no rule knew: {template[:160]}",
+        examples=[example], origin="template", model=TEMPLATE_MODEL, job=job, validation=verdict.notes,
+    )

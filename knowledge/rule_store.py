@@ -1,0 +1,350 @@
+"""The queue of proposed signature rules: proposals wait here until an operator confirms or rejects them.
+
+The LLM agent and the template deriver (agent/proposals.py) propose regexes for failures the shipped rules do
+not know. Nothing they propose reaches the fast filter until a person confirms it; confirmed proposals become
+`Rule`s (id `user.<proposal id>`, provenance in `source`) that join the filter on the next run.
+
+Every proposal the store accepts can be confirmed: `propose` refuses a pattern that RE2 or Hyperscan cannot
+compile or that misses one of its own examples, so the operator never meets a queue entry that fails later.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+import hyperscan
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from crashcart.errors import KnowledgeError
+from knowledge.loading import describe
+from knowledge.rules import Role, Rule
+from knowledge.taxonomy import Action, FailureClass
+
+ProposalStatus = Literal["pending", "confirmed", "rejected"]
+Origin = Literal["llm", "template"]
+PENDING_HINT = "list the pending ones with `crashcart rules pending`"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RuleProposal(BaseModel):
+    """A regex proposed for a failure the rules do not know, with the evidence it must match and who said so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field("", pattern=r"^(?:prop-[0-9a-f]{10})?$")  # "" until the store assigns one
+    pattern: str = Field(min_length=1)
+    failure_class: FailureClass
+    action: Action | None = None
+    role: Role = Role.ROOT_CAUSE
+    priority: int = Field(60, ge=0, le=100)
+    explanation: str = Field(min_length=8)  # why the line means this class (Rule requires 8 characters too)
+    examples: list[str] = Field(min_length=1)  # the evidence lines the pattern must match
+    origin: Origin
+    model: str | None = None  # the LLM's name, or "drain3-template"
+    job: str = Field(min_length=1)  # the job whose logs the evidence came from
+    created_at: datetime = Field(default_factory=_now)
+    status: ProposalStatus = "pending"
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None  # why it was rejected
+    validation: list[str] = []  # notes from agent.proposals.validate_pattern
+
+
+def new_proposal_id() -> str:
+    """A fresh proposal id: 40 random bits, plenty for a queue that a person reads."""
+    return f"prop-{secrets.token_hex(5)}"
+
+
+def hyperscan_database(pattern: str) -> hyperscan.Database:
+    """The pattern alone in a block-mode database, with the fast filter's flags; KnowledgeError if it is refused."""
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        db.compile(expressions=[pattern.encode()], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_MULTILINE])
+    except hyperscan.error as exc:
+        raise KnowledgeError(f"pattern {pattern!r} is rejected by Hyperscan ({exc}); rewrite it") from exc
+    return db
+
+
+def to_rule(p: RuleProposal, by: str, at: datetime) -> Rule:
+    """The rule a proposal becomes once `by` confirms it `at`; KnowledgeError if it cannot be one."""
+    model = p.model or p.origin
+    try:
+        rule = Rule(
+            id=f"user.{p.id or 'prop-0000000000'}", pattern=p.pattern, failure_class=p.failure_class,
+            action=p.action, role=p.role, priority=p.priority, explanation=p.explanation, examples=p.examples,
+            source=f"confirmed:{by}@{at:%Y-%m-%d}:{p.job}:{model}",
+        )
+    except ValidationError as exc:
+        raise KnowledgeError(f"proposed pattern {p.pattern!r} cannot become a rule: {describe(exc)}; "
+                             "fix the pattern or its examples") from exc
+    hyperscan_database(p.pattern)
+    return rule
+
+
+def _decided(p: RuleProposal, status: ProposalStatus, by: str, reason: str | None = None) -> RuleProposal:
+    """The proposal with the operator's decision recorded; only a pending one can be decided."""
+    if not by.strip():
+        raise KnowledgeError(f"say who decides on {p.id}: pass a non-empty `by` (the operator's name)")
+    if p.status != "pending":
+        when = f"{p.decided_at:%Y-%m-%d}" if p.decided_at else "earlier"
+        raise KnowledgeError(f"rule proposal {p.id} is already {p.status} (by {p.decided_by}, {when}); only pending "
+                             f"proposals can be confirmed or rejected: {PENDING_HINT}")
+    if status == "rejected" and not (reason or "").strip():
+        raise KnowledgeError(f"say why {p.id} is rejected: pass a non-empty reason")
+    return p.model_copy(update={"status": status, "decided_by": by.strip(), "decided_at": _now(), "reason": reason})
+
+
+def _unknown(id: str, where: str) -> KnowledgeError:
+    return KnowledgeError(f"no rule proposal {id!r} in {where}: {PENDING_HINT}")
+
+
+def _fresh(p: RuleProposal, id: str) -> RuleProposal:
+    """What `propose` stores: a new pending record (a decision carried in by the caller is dropped)."""
+    fresh = p.model_copy(update={"id": id, "status": "pending", "decided_by": None, "decided_at": None,
+                                 "reason": None})
+    to_rule(fresh, "check", fresh.created_at)  # refuse now what could never be confirmed
+    return fresh
+
+
+@runtime_checkable
+class RuleStore(Protocol):
+    """What the agent, the CLI and the fast filter need from the queue of proposed rules."""
+
+    def propose(self, proposal: RuleProposal) -> RuleProposal:
+        """Queue a proposal under a fresh id; a pattern already pending or confirmed returns that proposal."""
+        ...
+
+    def get(self, id: str) -> RuleProposal | None: ...
+
+    def list(self, status: ProposalStatus | None = None) -> list[RuleProposal]:
+        """Oldest first."""
+        ...
+
+    def confirm(self, id: str, by: str) -> Rule: ...
+
+    def reject(self, id: str, by: str, reason: str) -> RuleProposal: ...
+
+    def confirmed_rules(self) -> list[Rule]:
+        """Every confirmed proposal as a Rule, in the order they were proposed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class MemoryRuleStore:
+    """Everything in process memory: for tests and one-off runs."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, RuleProposal] = {}  # insertion order is proposal order
+        self._lock = threading.Lock()
+
+    def propose(self, proposal: RuleProposal) -> RuleProposal:
+        with self._lock:
+            for p in self._items.values():
+                if p.pattern == proposal.pattern and p.status != "rejected":
+                    return p
+            id = new_proposal_id()
+            while id in self._items:
+                id = new_proposal_id()
+            stored = self._items[id] = _fresh(proposal, id)
+            return stored
+
+    def get(self, id: str) -> RuleProposal | None:
+        return self._items.get(id)
+
+    def list(self, status: ProposalStatus | None = None) -> list[RuleProposal]:
+        return [p for p in self._items.values() if status is None or p.status == status]
+
+    def confirm(self, id: str, by: str) -> Rule:
+        with self._lock:
+            p = _decided(self._get(id), "confirmed", by)
+            rule = to_rule(p, p.decided_by or by, p.decided_at or _now())
+            self._items[id] = p
+            return rule
+
+    def reject(self, id: str, by: str, reason: str) -> RuleProposal:
+        with self._lock:
+            p = self._items[id] = _decided(self._get(id), "rejected", by, reason)
+            return p
+
+    def confirmed_rules(self) -> list[Rule]:
+        return [to_rule(p, p.decided_by or "?", p.decided_at or p.created_at) for p in self.list("confirmed")]
+
+    def close(self) -> None:
+        """Nothing to release; here so both stores can be used the same way."""
+
+    def _get(self, id: str) -> RuleProposal:
+        p = self._items.get(id)
+        if p is None:
+            raise _unknown(id, "the in-memory rule store")
+        return p
+
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0
+_LIVE = "('pending', 'confirmed')"
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+    """CREATE TABLE IF NOT EXISTS proposals (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT UNIQUE NOT NULL,
+        pattern TEXT NOT NULL,
+        status TEXT NOT NULL,
+        body TEXT NOT NULL  -- the RuleProposal as JSON
+    )""",
+    # At most one live proposal per pattern, whoever writes: the database enforces the dedupe.
+    f"CREATE UNIQUE INDEX IF NOT EXISTS proposals_live_pattern ON proposals (pattern) WHERE status IN {_LIVE}",
+    "CREATE INDEX IF NOT EXISTS proposals_status ON proposals (status, seq)",
+]
+
+
+class SqliteRuleStore:
+    """The durable queue: one SQLite file (WAL, busy timeout), safe with several processes writing at once.
+
+    Each write is one BEGIN IMMEDIATE transaction, so a dedupe check and its insert, or a status check and its
+    decision, cannot interleave with another process's. synchronous=NORMAL: a killed process never loses a
+    committed proposal.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn = self._connect()
+        try:
+            self._init_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            _enable_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise KnowledgeError(f"{self.path}: cannot open as a rule store ({exc}); "
+                                 "check the path and its permissions, or give another store path") from exc
+        return conn
+
+    def _init_schema(self) -> None:
+        try:
+            with self._write() as db:
+                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                    self._check_version(dict(db.execute("SELECT key, value FROM meta")))
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
+                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                           (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeError(f"{self.path}: not a usable rule store ({exc}); give another store path") from exc
+
+    def _check_version(self, meta: dict[str, str]) -> None:
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise KnowledgeError(f"{self.path}: rule store schema v{version} was written by a newer crashcart "
+                                 f"(this one reads up to v{SCHEMA_VERSION}); upgrade crashcart to open it")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple = ()) -> list[RuleProposal]:
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [RuleProposal.model_validate_json(body) for (body,) in rows]
+
+    def propose(self, proposal: RuleProposal) -> RuleProposal:
+        with self._write() as db:
+            while True:
+                row = db.execute(f"SELECT body FROM proposals WHERE pattern = ? AND status IN {_LIVE}",
+                                 (proposal.pattern,)).fetchone()
+                if row:
+                    return RuleProposal.model_validate_json(row[0])
+                stored = _fresh(proposal, new_proposal_id())
+                try:
+                    db.execute("INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
+                               (stored.id, stored.pattern, stored.status, stored.model_dump_json()))
+                    return stored
+                except sqlite3.IntegrityError:  # the id is taken: draw another (the pattern is checked again)
+                    continue
+
+    def get(self, id: str) -> RuleProposal | None:
+        found = self._query("SELECT body FROM proposals WHERE id = ?", (id,))
+        return found[0] if found else None
+
+    def list(self, status: ProposalStatus | None = None) -> list[RuleProposal]:
+        if status is None:
+            return self._query("SELECT body FROM proposals ORDER BY seq")
+        return self._query("SELECT body FROM proposals WHERE status = ? ORDER BY seq", (status,))
+
+    def confirm(self, id: str, by: str) -> Rule:
+        with self._write() as db:
+            p = _decided(self._get(db, id), "confirmed", by)
+            rule = to_rule(p, p.decided_by or by, p.decided_at or _now())
+            self._update(db, p)
+        return rule
+
+    def reject(self, id: str, by: str, reason: str) -> RuleProposal:
+        with self._write() as db:
+            p = _decided(self._get(db, id), "rejected", by, reason)
+            self._update(db, p)
+        return p
+
+    def confirmed_rules(self) -> list[Rule]:
+        return [to_rule(p, p.decided_by or "?", p.decided_at or p.created_at) for p in self.list("confirmed")]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SqliteRuleStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get(self, db: sqlite3.Connection, id: str) -> RuleProposal:
+        row = db.execute("SELECT body FROM proposals WHERE id = ?", (id,)).fetchone()
+        if row is None:
+            raise _unknown(id, str(self.path))
+        return RuleProposal.model_validate_json(row[0])
+
+    @staticmethod
+    def _update(db: sqlite3.Connection, p: RuleProposal) -> None:
+        db.execute("UPDATE proposals SET status = ?, body = ? WHERE id = ?", (p.status, p.model_dump_json(), p.id))
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying: SQLite answers 'locked' at once, without its busy handler, while another
+    process creating the same new database holds the lock the switch needs."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
