@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,38 @@ def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     """`cli("triage", path, "--format", "json")` -> (exit code, stdout, stderr)."""
     return lambda *args: run_cli(monkeypatch, capsys, *args)
+
+
+# -- LLM test doubles: no test may reach a real model (style item 11) ------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests import `fakes.openai_server`, `fakes.chat`
+
+# Variables that would send a test's traffic somewhere real: LangSmith tracing, a LangSmith gateway, or a
+# base URL the openai SDK / langchain-openai pick up on their own.
+_LLM_REDIRECT_ENV = ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING", "LANGSMITH_GATEWAY",
+                     "OPENAI_BASE_URL", "OPENAI_API_BASE")
+
+
+@pytest.fixture()
+def openai_server(monkeypatch: pytest.MonkeyPatch):
+    """A scripted OpenAI-compatible server on 127.0.0.1: `.base_url`, `.script([...])`, `.requests`, `.calls`.
+
+    Steps are reply strings or fakes.openai_server.Reply / Fail(status, retry_after=...) / Delay(seconds).
+    """
+    from fakes.openai_server import FakeOpenAIServer
+
+    for var in _LLM_REDIRECT_ENV:
+        monkeypatch.delenv(var, raising=False)
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def fake_chat(monkeypatch: pytest.MonkeyPatch):
+    """`fake_chat(["reply", rate_limit_error(), "reply 2"])` -> a ScriptedChatModel (see fakes.chat)."""
+    from fakes.chat import ScriptedChatModel
+
+    for var in _LLM_REDIRECT_ENV:
+        monkeypatch.delenv(var, raising=False)
+    return lambda script: ScriptedChatModel(script=list(script))
