@@ -61,3 +61,21 @@ class Diagnosis(Strict):
     alternatives: list[Alternative] = []
     similar: list[SimilarIncident] = []  # most similar past incidents, best first (empty without memory)
     novel: bool | None = None  # True: nothing in memory is similar; None: memory not consulted or empty
+
+
+class LLMUsage(Strict):
+    """What one diagnosis cost, for the JSON report and for eval."""
+
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None
+    samples: int = 0
+    valid_answers: int = 0
+    agreement: float = 0.0
+    fallback: bool = False
+    budget_exhausted: bool = False
+    errors: list[str] = Field(default_factory=list)
+    redactions: dict[str, int] = Field(default_factory=dict)

@@ -5,32 +5,45 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.diagnose import diagnose
 from agent.events import build_events
 from agent.fingerprint import fingerprint
 from agent.memory import recall, with_memory
+from crashcart.llm import LLMOptions, consult, should_consult
 from crashcart.report import Report, ScanStats
 from knowledge.incident_store import IncidentStore
+from knowledge.rule_store import RuleStore
 from knowledge.rules import Rule, load_rules
 from parsers.scan import scan_sources
 from parsers.sources import discover
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from agent.llm_provider import LLMSettings
 
 MAX_REPORT_EVENTS = 300
 
 
 def triage(
     paths: Sequence[str | Path], *, rules: Sequence[Rule] | None = None, workers: int | None = None,
-    memory: IncidentStore | None = None, k: int = 5,
+    memory: IncidentStore | None = None, k: int = 5, rule_store: RuleStore | None = None,
+    llm: LLMSettings | None = None, llm_options: LLMOptions | None = None, chat_model: BaseChatModel | None = None,
 ) -> Report:
     """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
 
     With an incident `memory`, the diagnosis lists the k most similar past incidents, lets them decide when
-    the rules are unsure, and says when the failure is new.
+    the rules are unsure, and says when the failure is new. A `rule_store` adds the operator-confirmed rules
+    to the fast filter and receives the model's rule proposals. With `llm` settings (or a `chat_model`), the
+    model is consulted when rules and memory are unsure.
     """
     started = time.perf_counter()
     sources = discover([str(p) for p in paths])
     active = list(rules) if rules is not None else load_rules()
+    if rule_store is not None:
+        active += rule_store.confirmed_rules()
     loaded = time.perf_counter()
     scans = scan_sources(sources, active, workers)
     scanned = time.perf_counter()
@@ -39,8 +52,19 @@ def triage(
     print_ = fingerprint(scans, events)
     if memory is not None:
         diagnosis = with_memory(diagnosis, recall(memory, print_, k))
-    done = time.perf_counter()
+    usage, proposals = None, []
+    options = llm_options or LLMOptions()
+    if (llm is not None or chat_model is not None) and should_consult(diagnosis, options):
+        from agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
+
+        settings = llm or Settings(model="custom:chat-model")
+        diagnosis, usage, proposals = consult(
+            scans, events, diagnosis, settings=settings, options=options, chat_model=chat_model,
+            rule_store=rule_store, job=", ".join(str(p) for p in paths),
+        )
+    llm_done = time.perf_counter()
     size = sum(s.bytes for s in scans)
+    done = llm_done
     seconds = done - started
     stats = ScanStats(
         files=len(scans), lines=sum(s.lines for s in scans), bytes=size,
@@ -55,9 +79,12 @@ def triage(
         events_omitted=max(0, len(events) - MAX_REPORT_EVENTS),
         stats=stats,
         fingerprint=print_,
+        llm=usage,
+        proposals=proposals,
         timings={
             "load_rules": round(loaded - started, 3),
             "scan": round(scanned - loaded, 3),
-            "diagnose": round(done - scanned, 3),
+            "diagnose": round(done - scanned - (usage.seconds if usage else 0.0), 3),
+            "llm": round(usage.seconds, 3) if usage else 0.0,
         },
     )

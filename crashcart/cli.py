@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from crashcart.cli_cases import cases_app
+from crashcart.cli_rules import rules_app
 from crashcart.errors import CrashcartError
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app = typer.Typer(
 
 
 app.add_typer(cases_app, name="cases")
+app.add_typer(rules_app, name="rules")
 
 
 class Format(str, Enum):
@@ -37,6 +39,13 @@ class Format(str, Enum):
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines, md for chat")]
 
 
+LlmOpt = Annotated[str | None, typer.Option("--llm", help="consult a model when rules and memory are unsure: "
+                                           "openai:gpt-4.1, ollama:llama3.1, vllm:NAME (with --llm-base-url) ... "
+                                           "(default: $CRASHCART_LLM; off when unset)")]
+LlmUrlOpt = Annotated[str | None, typer.Option("--llm-base-url", help="an OpenAI-compatible server (vLLM, llama.cpp "
+                                               "server, Ollama): http://host:port/v1")]
+
+
 @app.command()
 def triage(
     paths: Annotated[list[str], typer.Argument(help="log files, folders of logs, .gz/.zst, or - for stdin")],
@@ -45,22 +54,43 @@ def triage(
     memory: Annotated[Path | None, typer.Option(help="incident store to compare with (default: "
                                                 "$CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)")] = None,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,
+    llm: LlmOpt = None,
+    llm_base_url: LlmUrlOpt = None,
+    llm_samples: Annotated[int, typer.Option(help="answers to sample; the class is their majority vote")] = 1,
+    llm_budget: Annotated[int, typer.Option(help="token budget for the whole diagnosis")] = 20_000,
+    llm_always: Annotated[bool, typer.Option(help="consult the model even when the rules are sure")] = False,
+    redact_hosts: Annotated[bool, typer.Option(help="also pseudonymise node names and IPs sent to the model")] = False,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
     from crashcart.api import triage as run_triage
-    from crashcart.memory import open_memory
+    from crashcart.llm import LLMOptions
     from crashcart.render import to_json, to_markdown, to_terminal
+    from crashcart.stores import open_memory, open_rule_store
 
     store = None if no_memory else open_memory(memory)
     if memory is not None and store is None:
         raise CrashcartError(f"no incident store at {memory}: create one with `crashcart cases add --memory {memory}`")
-    report = run_triage(paths, workers=workers, memory=store)
+    settings = _llm_settings(llm, llm_base_url)
+    options = LLMOptions(samples=llm_samples, token_budget=llm_budget, always=llm_always, redact_hosts=redact_hosts)
+    rule_store = open_rule_store(create=settings is not None)
+    report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings,
+                        llm_options=options)
     if fmt is Format.json:
         sys.stdout.write(to_json(report) + "\n")
     elif fmt is Format.md:
         sys.stdout.write(to_markdown(report))
     else:
         Console().print(to_terminal(report))
+
+
+def _llm_settings(spec: str | None, base_url: str | None):
+    """LLM settings from the flags, else from $CRASHCART_LLM...; None when no model is configured."""
+    if not spec and not os.environ.get("CRASHCART_LLM"):
+        return None
+    from agent.llm_provider import LLMSettings
+
+    overrides = {k: v for k, v in (("model", spec), ("base_url", base_url)) if v}
+    return LLMSettings.from_env(**overrides)
 
 
 @app.command("eval")
@@ -70,15 +100,23 @@ def eval_(
     memory: Annotated[bool, typer.Option("--memory", help="also leave-one-out with incident memory, and "
                                          "retrieval alone; report top-k neighbour recall")] = False,
     k: Annotated[int, typer.Option("-k", "--top", help="neighbours per case with --memory")] = 3,
+    llm: LlmOpt = None,
+    llm_base_url: LlmUrlOpt = None,
+    llm_samples: Annotated[int, typer.Option(help="answers to sample per consulted case")] = 1,
 ) -> None:
-    """Triage every labeled case of DIR and report accuracy, F1, action, evidence and node hit rates."""
+    """Triage every labeled case of DIR and report accuracy, F1, action, evidence and node hit rates.
+
+    With --memory (and --llm MODEL), compare rules, rules + memory and rules + memory + LLM on the same cases.
+    """
     from evals.render import render_markdown, render_memory, render_text
     from evals.runner import evaluate
 
-    if memory:
+    settings = _llm_settings(llm, llm_base_url) if llm else None
+    if memory or settings is not None:
+        from crashcart.llm import LLMOptions
         from evals.memory_eval import evaluate_memory
 
-        compared = evaluate_memory(directory, k=k)
+        compared = evaluate_memory(directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples))
         if fmt is Format.json:
             sys.stdout.write(compared.model_dump_json(indent=2) + "\n")
         else:

@@ -22,7 +22,7 @@ MemoryOpt = Annotated[Path | None, typer.Option("--memory", help="incident store
 
 
 def _store(path: Path | None, create: bool = False):
-    from crashcart.memory import default_memory_path, open_memory
+    from crashcart.stores import default_memory_path, open_memory
 
     store = open_memory(path, create=create)
     if store is None:
@@ -44,7 +44,7 @@ def add(
     memory: MemoryOpt = None,
 ) -> None:
     """Store a confirmed incident: a job's logs with its class, or a whole labeled set."""
-    from crashcart.memory import add_from_evalset, add_from_paths
+    from crashcart.memory import add_from_evalset, add_from_paths, rules_missed
 
     store = _store(memory, create=True)
     if labels is not None:
@@ -55,9 +55,16 @@ def add(
         raise InputError("give the job's log paths, or --labels DIR for a labeled set")
     if failure_class is None and not confirm:
         raise InputError("say what the failure was: --class CLASS, or --confirm to accept the diagnosis")
-    incident = add_from_paths(store, paths, failure_class=failure_class, action=action, job=job,
-                              confirmed_by=by, resolution=resolution)
+    incident, report = add_from_paths(store, paths, failure_class=failure_class, action=action, job=job,
+                                      confirmed_by=by, resolution=resolution)
     print(f"added {incident.id}: {incident.failure_class.value} -> {incident.action.value}")
+    if rules_missed(report, incident.failure_class):  # teach the fast filter too, once an operator agrees
+        from crashcart.proposals import propose_from_report
+        from crashcart.stores import open_rule_store
+
+        proposal = propose_from_report(report, incident.failure_class, store=open_rule_store(create=True))
+        verdict = "queued rule proposal" if proposal.status == "pending" else "no rule proposed"
+        print(f"{verdict} {proposal.id or ''}: {proposal.pattern} ({'; '.join(proposal.validation[:2])})")
 
 
 @cases_app.command("list")

@@ -5,7 +5,6 @@ The CLI's `cases` commands, the bot and batch triage all call these functions.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,28 +14,10 @@ from crashcart.api import triage
 from crashcart.errors import InputError
 from crashcart.report import Report
 from evals.dataset import load_evalset
-from knowledge.incident_store import IncidentStore, SqliteIncidentStore
+from knowledge.incident_store import IncidentStore
 from knowledge.incidents import Incident, Provenance
 from knowledge.runbooks import mitigation_steps
 from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
-
-MEMORY_ENV = "CRASHCART_MEMORY"
-
-
-def default_memory_path() -> Path:
-    """$CRASHCART_MEMORY, else $XDG_DATA_HOME/crashcart/incidents.db (~/.local/share/... by default)."""
-    if os.environ.get(MEMORY_ENV):
-        return Path(os.environ[MEMORY_ENV])
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "crashcart" / "incidents.db"
-
-
-def open_memory(path: str | Path | None = None, *, create: bool = False) -> SqliteIncidentStore | None:
-    """The incident store at path (or the default); None when it does not exist and create is False."""
-    where = Path(path) if path is not None else default_memory_path()
-    if not create and not where.exists():
-        return None
-    return SqliteIncidentStore(where)
 
 
 def incident_from_report(
@@ -67,14 +48,20 @@ def add_from_paths(
     store: IncidentStore, paths: list[str], *, failure_class: FailureClass | None = None,
     action: Action | None = None, job: str | None = None, confirmed_by: str | None = None,
     resolution: str | None = None,
-) -> Incident:
-    """Triage the logs at paths and store the confirmed incident."""
+) -> tuple[Incident, Report]:
+    """Triage the logs at paths and store the confirmed incident; the report comes back for follow-ups."""
     report = triage(paths)
     incident = incident_from_report(
         report, failure_class=failure_class, action=action, job=job, confirmed_by=confirmed_by,
         resolution=resolution,
     )
-    return store.add(incident)
+    return store.add(incident), report
+
+
+def rules_missed(report: Report, failure_class: FailureClass) -> bool:
+    """Whether the fast filter alone would not have named this confirmed class: worth a new rule."""
+    d = report.diagnosis
+    return d.decided_by != "rules" or d.failure_class is not failure_class
 
 
 def add_from_evalset(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from agent.events import Event
-from agent.models import Diagnosis
+from agent.models import Diagnosis, LLMUsage
 from knowledge.incidents import Fingerprint
+from knowledge.rule_store import RuleProposal
 from parsers.models import Strict
 
 REPORT_VERSION = 1
@@ -34,4 +35,6 @@ class Report(Strict):
     events_omitted: int = 0
     stats: ScanStats
     fingerprint: Fingerprint = Field(default_factory=Fingerprint)
+    llm: LLMUsage | None = None  # present when the model was consulted: tokens, calls, seconds, cost
+    proposals: list[RuleProposal] = Field(default_factory=list)  # rules suggested for the operator's queue
     timings: dict[str, float] = Field(default_factory=dict)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,7 +24,29 @@ from knowledge.incident_store import MemoryIncidentStore
 from knowledge.incidents import Incident
 from knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from agent.llm_provider import LLMSettings
+    from crashcart.llm import LLMOptions
+
 TriageFn = Callable[[list[str]], Report]
+
+
+class LLMTotals(BaseModel):
+    """What the model cost over the whole set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    consulted: int = 0
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None
+    fallbacks: int = 0
+    proposals: int = 0
 
 
 class MemoryEvalReport(BaseModel):
@@ -45,6 +68,8 @@ class MemoryEvalReport(BaseModel):
     rules: EvalReport
     rules_memory_loo: EvalReport
     retrieval_only: EvalReport
+    rules_memory_llm: EvalReport | None = None  # with --llm: the model consulted where rules+memory are unsure
+    llm_usage: LLMTotals | None = None
 
 
 def _strip_rules(incident: Incident) -> Incident:
@@ -65,9 +90,10 @@ def _retrieval_only(neighbours: list[SimilarIncident], threshold: float) -> Diag
 
 
 def evaluate_memory(
-    root: Path, triage_fn: TriageFn | None = None, k: int = 3, threshold: float = NOVELTY_THRESHOLD
+    root: Path, triage_fn: TriageFn | None = None, k: int = 3, threshold: float = NOVELTY_THRESHOLD,
+    llm: LLMSettings | None = None, chat_model: BaseChatModel | None = None, llm_options: LLMOptions | None = None,
 ) -> MemoryEvalReport:
-    """Leave-one-out over the set at root, in the three modes."""
+    """Leave-one-out over the set at root, in the three modes (four with a model)."""
     from crashcart.memory import incident_from_report  # lazy: loads the pipeline
 
     if triage_fn is None:
@@ -101,12 +127,46 @@ def evaluate_memory(
         decided += with_mem.decided_by == "memory"
     r, m, o = compute_metrics(rules), compute_metrics(memory), compute_metrics(retrieval)
     n = max(1, len(cases))
+    with_llm, totals = None, None
+    if llm is not None or chat_model is not None:
+        with_llm, totals = _llm_mode(Path(root), runs, incidents, k, llm, chat_model, llm_options)
     return MemoryEvalReport(
+        rules_memory_llm=with_llm, llm_usage=totals,
         cases=len(cases), k=k, threshold=threshold, rules_accuracy=r.accuracy, memory_accuracy=m.accuracy,
         retrieval_accuracy=o.accuracy, top1_recall=top1 / n, topk_recall=topk / n, novel_cases=novel,
         memory_decided=decided, calibrated_threshold=calibrate_threshold(nearest), rules=r,
         rules_memory_loo=m, retrieval_only=o,
     )
+
+
+def _llm_mode(
+    root: Path, runs: list, incidents: list[Incident], k: int, llm: LLMSettings | None,
+    chat_model: BaseChatModel | None, options: LLMOptions | None,
+) -> tuple[EvalReport, LLMTotals]:
+    """Each case triaged again with the others in memory and the model consulted where they are unsure."""
+    from crashcart.api import triage
+
+    totals = LLMTotals(model=llm.model if llm else "custom:chat-model")
+    results = []
+    for (case, _, _), own in zip(runs, incidents, strict=True):
+        loo = MemoryIncidentStore()
+        loo.add_many([i for i in incidents if i.id != own.id])
+        start = time.perf_counter()
+        report = triage([str(case.resolve(root))], memory=loo, k=k, llm=llm, chat_model=chat_model,
+                        llm_options=options)
+        results.append(case_result(case, report.diagnosis, time.perf_counter() - start))
+        if report.llm is not None:
+            u = report.llm
+            totals.consulted += 1
+            totals.calls += u.calls
+            totals.input_tokens += u.input_tokens
+            totals.output_tokens += u.output_tokens
+            totals.seconds = round(totals.seconds + u.seconds, 3)
+            totals.fallbacks += u.fallback
+            totals.proposals += len(report.proposals)
+            if u.cost_usd is not None:
+                totals.cost_usd = round((totals.cost_usd or 0.0) + u.cost_usd, 6)
+    return compute_metrics(results), totals
 
 
 def calibrate_threshold(nearest: list[tuple[float, bool]]) -> float:

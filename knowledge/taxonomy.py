@@ -56,3 +56,22 @@ DEFAULT_ACTION: dict[FailureClass, Action] = {
 HARDWARE_CLASSES = frozenset(
     {FailureClass.GPU_HARDWARE, FailureClass.NETWORK, FailureClass.NODE_FAILURE}
 )
+
+
+DESCRIPTIONS: dict[FailureClass, str] = {
+    FailureClass.GPU_HARDWARE: "a GPU or its memory/links failing (hardware XID, uncorrectable ECC, off the bus)",
+    FailureClass.NETWORK: "the inter-node fabric (InfiniBand, RoCE, EFA, sockets) failing inside NCCL/Gloo",
+    FailureClass.COLLECTIVE_TIMEOUT: "a collective hangs or times out and no deeper root cause is visible",
+    FailureClass.CUDA_ERROR: "a CUDA runtime fault with no hardware evidence and no clear code bug",
+    FailureClass.NODE_FAILURE: "a host or its agent disappears (Slurm NODE_FAIL, kernel panic, lost heartbeat)",
+    FailureClass.GPU_OOM: "GPU memory exhausted",
+    FailureClass.HOST_OOM: "host (CPU) memory exhausted: OOM killer, SIGKILL with memory evidence, shared memory",
+    FailureClass.STORAGE: "filesystem, object store or checkpoint I/O failing (ENOSPC, quota, stale handle, EIO)",
+    FailureClass.LOSS_DIVERGENCE: "training became numerically invalid (NaN/Inf loss, loss scale collapse)",
+    FailureClass.CODE_BUG: "a bug in the training or model code (Python exceptions, shape mismatch, device assert)",
+    FailureClass.CONFIG_ERROR: "a wrong argument, path, permission or parallelism setting",
+    FailureClass.ENVIRONMENT: "the software stack does not fit the machine (driver/library/version mismatch)",
+    FailureClass.DATA_ERROR: "the training data itself is corrupt, truncated, malformed or empty",
+    FailureClass.CANCELLED: "the job was stopped on purpose (scancel, time limit, preemption)",
+    FailureClass.UNKNOWN: "not enough evidence to say",
+}

@@ -1,0 +1,146 @@
+"""The LLM diagnosis agent: one bounded loop, structured answers, self-consistency, a deterministic fallback.
+
+The model sees a redacted context; each reply is parsed into LLMAnswer and checked against the lines it was
+shown. An invalid reply is retried with the error; a call that fails for good (rate limits, timeouts) ends
+that sample. n samples vote on the class and their agreement is the confidence. With no valid answer, the
+rules' diagnosis stands. The token budget caps everything the diagnosis may spend.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+import prompts
+from agent.llm_answer import AnswerError, LLMAnswer, answer_schema, parse_answer
+from agent.llm_context import Context
+from agent.llm_provider import LLMCallError, LLMSettings, cost_usd, estimate_tokens, invoke_with_retry
+from agent.models import Diagnosis, Evidence, LLMUsage
+from agent.redact import Redactor
+from knowledge.runbooks import mitigation_steps
+from parsers.models import Strict
+
+VALIDATION_RETRIES = 2  # re-asks per sample after an invalid answer
+
+
+class LLMOutcome(Strict):
+    """The agent's diagnosis, what it cost, and the rule it suggested (not yet validated)."""
+
+    diagnosis: Diagnosis
+    usage: LLMUsage
+    suggestion: dict | None = None  # RuleSuggestion fields plus the cited example lines
+
+
+class _Budget:
+    def __init__(self, tokens: int) -> None:
+        self.left = tokens
+
+    def allows(self, messages: Sequence[BaseMessage], max_out: int) -> bool:
+        return estimate_tokens("".join(str(m.content) for m in messages)) + max_out <= self.left
+
+
+def _messages(context: Context, redactor: Redactor) -> list[BaseMessage]:
+    system = prompts.render("system", schema=json.dumps(answer_schema(), separators=(",", ":")))
+    human = prompts.render("diagnose", **{k: redactor.redact(v) for k, v in context.sections.items()})
+    return [SystemMessage(system), HumanMessage(human)]
+
+
+def _account(usage: LLMUsage, reply: AIMessage, sent: Sequence[BaseMessage], budget: _Budget) -> None:
+    meta = getattr(reply, "usage_metadata", None) or {}
+    tokens_in = int(meta.get("input_tokens") or estimate_tokens("".join(str(m.content) for m in sent)))
+    tokens_out = int(meta.get("output_tokens") or estimate_tokens(str(reply.content)))
+    usage.calls += 1
+    usage.input_tokens += tokens_in
+    usage.output_tokens += tokens_out
+    budget.left -= tokens_in + tokens_out
+
+
+def _one_sample(
+    model: BaseChatModel, settings: LLMSettings, base: list[BaseMessage], context: Context, redactor: Redactor,
+    usage: LLMUsage, budget: _Budget,
+) -> LLMAnswer | None:
+    messages = list(base)
+    for _ in range(VALIDATION_RETRIES + 1):
+        if not budget.allows(messages, settings.max_output_tokens):
+            usage.budget_exhausted = True
+            return None
+        try:
+            reply = invoke_with_retry(model, messages, settings)
+        except LLMCallError as exc:
+            usage.errors.append(f"{exc.kind}: {exc}")
+            return None
+        _account(usage, reply, messages, budget)
+        text = redactor.restore(str(reply.content))
+        try:
+            return parse_answer(text, set(context.citeable), context.nodes)
+        except AnswerError as exc:
+            usage.errors.append(f"invalid answer: {exc}")
+            messages += [reply, HumanMessage(f"That answer is invalid: {exc}. Reply with the corrected JSON "
+                                             "object only.")]
+    return None
+
+
+def llm_diagnose(
+    model: BaseChatModel, settings: LLMSettings, context: Context, rules: Diagnosis, *, samples: int = 1,
+    token_budget: int = 20_000, redact_hosts: bool = False,
+) -> LLMOutcome:
+    """Ask the model `samples` times within `token_budget`; vote; fall back to `rules` when nothing valid.
+
+    Secrets are always redacted from what is sent; with redact_hosts, node names and IPs are pseudonymised
+    too and mapped back in the answer.
+    """
+    started = time.perf_counter()
+    redactor = Redactor(hosts=True, ips=True, known_hosts=sorted(context.nodes)) if redact_hosts else Redactor()
+    usage = LLMUsage(model=settings.model, samples=samples)
+    budget = _Budget(token_budget)
+    base = _messages(context, redactor)
+    answers = []
+    for _ in range(samples):
+        answer = _one_sample(model, settings, base, context, redactor, usage, budget)
+        if answer is not None:
+            answers.append(answer)
+        if usage.budget_exhausted:
+            break
+    usage.redactions = dict(redactor.count)
+    usage.seconds = round(time.perf_counter() - started, 3)
+    usage.cost_usd = cost_usd(settings, usage.input_tokens, usage.output_tokens)
+    usage.valid_answers = len(answers)
+    if not answers:
+        usage.fallback = True
+        return LLMOutcome(diagnosis=rules, usage=usage)
+    votes = Counter(a.failure_class for a in answers)
+    winner, count = votes.most_common(1)[0]
+    usage.agreement = round(count / len(answers), 3)
+    chosen = next(a for a in answers if a.failure_class is winner)
+    suggestion = None
+    if chosen.proposed_rule is not None:
+        examples = [context.citeable[(c.file, c.line)] for c in chosen.evidence]
+        suggestion = chosen.proposed_rule.model_dump(mode="json") | {"examples": examples}
+    return LLMOutcome(diagnosis=_as_diagnosis(chosen, usage.agreement, context, rules), usage=usage,
+                      suggestion=suggestion)
+
+
+def _as_diagnosis(answer: LLMAnswer, agreement: float, context: Context, rules: Diagnosis) -> Diagnosis:
+    evidence = [Evidence(file=c.file, line=c.line, text=context.citeable[(c.file, c.line)]) for c in answer.evidence]
+    first_sentence = answer.rationale.strip().split(". ")[0][:300]
+    return Diagnosis(
+        failure_class=answer.failure_class,
+        action=answer.action,
+        confidence=round(0.5 + 0.45 * agreement, 2),
+        summary=f"{answer.failure_class.value} (LLM): {first_sentence}",
+        faulty_nodes=answer.faulty_nodes,
+        faulty_ranks=rules.faulty_ranks if answer.failure_class is rules.failure_class else [],
+        stage=answer.stage or rules.stage,
+        iteration=rules.iteration,
+        evidence=evidence,
+        mitigation=answer.mitigation or mitigation_steps(answer.failure_class, answer.faulty_nodes),
+        decided_by="llm",
+        alternatives=rules.alternatives,
+        similar=rules.similar,
+        novel=rules.novel,
+    )

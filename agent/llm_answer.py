@@ -1,0 +1,92 @@
+"""The LLM's answer: a strict schema, parsed from the model's text and checked against what it was shown.
+
+A model may only cite lines that were in its context; a citation of any other line, an unknown node or a
+class outside the taxonomy makes the answer invalid, and the agent asks again with the error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from knowledge.rules import Stage
+from knowledge.taxonomy import Action, FailureClass
+from parsers.models import Strict
+
+
+class LineCite(Strict):
+    """A reference to one line of the context: the file and line number exactly as shown."""
+
+    file: str = Field(max_length=500)
+    line: int = Field(ge=1)
+
+
+class RuleSuggestion(Strict):
+    """A regex the model suggests as a new fast-filter rule for this failure."""
+
+    regex: str = Field(min_length=1, max_length=300)
+    failure_class: FailureClass
+    why: str = Field(max_length=400)
+
+
+class LLMAnswer(Strict):
+    """What the model must return (its JSON schema is sent to servers that support structured output)."""
+
+    failure_class: FailureClass
+    action: Action
+    evidence: list[LineCite] = Field(min_length=1, max_length=8)
+    faulty_nodes: list[str] = Field(default_factory=list, max_length=16)
+    stage: Stage | None = None
+    rationale: str = Field(min_length=1, max_length=1500)
+    mitigation: list[str] = Field(default_factory=list, max_length=10)
+    proposed_rule: RuleSuggestion | None = None
+
+
+class AnswerError(ValueError):
+    """The model's reply is not a valid answer; the message is what the model is told on retry."""
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.S)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a reply: bare, fenced, or the outermost {...} in surrounding prose."""
+    fenced = _FENCE.search(text)
+    candidates = [fenced.group(1)] if fenced else []
+    start, end = text.find("{"), text.rfind("}")
+    if start >= 0 and end > start:
+        candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise AnswerError("the reply holds no JSON object; answer with one JSON object that follows the schema")
+
+
+def parse_answer(text: str, citeable: set[tuple[str, int]], nodes: set[str]) -> LLMAnswer:
+    """Parse and check one reply. `citeable` and `nodes` are what the context showed (after restore)."""
+    try:
+        answer = LLMAnswer.model_validate(_json_object(text))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "answer"
+        raise AnswerError(f"{where}: {first['msg']}") from exc
+    invented = [f"{c.file}:{c.line}" for c in answer.evidence if (c.file, c.line) not in citeable]
+    if invented:
+        raise AnswerError(f"evidence cites lines that are not in the logs shown: {', '.join(invented[:5])}; "
+                          "cite only [file:line] references from the context")
+    unknown = [n for n in answer.faulty_nodes if n not in nodes]
+    if unknown:
+        raise AnswerError(f"faulty_nodes names nodes the logs do not show: {', '.join(unknown[:5])}")
+    return answer
+
+
+def answer_schema() -> dict[str, Any]:
+    """The JSON schema of LLMAnswer, for response_format and for the prompt."""
+    return LLMAnswer.model_json_schema()

@@ -1,0 +1,156 @@
+"""What the model is shown, built within a token budget from what the pipeline already has.
+
+Sections, most telling first: the deterministic findings (rule hits), the first error-like lines of each
+node, the job's rare templates with counts, similar past incidents, and the runbooks of the candidate
+classes. Every log line is shown as `[file:line]`, and only those lines may be cited back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
+from agent.models import Diagnosis
+from knowledge.runbooks import mitigation_steps
+from knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
+from parsers.models import FileScan, LineRef
+
+CHARS_PER_TOKEN = 4
+LINE_CHARS = 400  # a shown line is cut here
+_SHARES = {"findings": 0.25, "lines": 0.35, "templates": 0.2, "similar": 0.1, "runbooks": 0.1}
+_ERRORISH = re.compile(
+    r"(?i)error|fail|exception|fatal|abort|killed|traceback|timed? ?out|nan\b|denied|refused|critical|panic|"
+    r"giving up|lost\b|expired|unreachable|corrupt|warn"
+)
+
+
+@dataclass
+class Context:
+    """The sections of the prompt, and what the answer may refer to."""
+
+    sections: dict[str, str]
+    citeable: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> text shown
+    nodes: set[str] = field(default_factory=set)
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(v) for v in self.sections.values()) // CHARS_PER_TOKEN + 1
+
+
+def _cite(ref_file: str, line: int, node: str | None, rank: int | None, text: str) -> str:
+    who = " ".join(x for x in (node, None if rank is None else f"rank{rank}") if x)
+    return f"[{ref_file}:{line}]" + (f" ({who})" if who else "") + " " + text[:LINE_CHARS]
+
+
+class _Section:
+    """Lines added until the section's share of the budget is spent."""
+
+    def __init__(self, budget_chars: int) -> None:
+        self.budget, self.lines, self.used = budget_chars, [], 0
+
+    def add(self, line: str) -> bool:
+        if self.used + len(line) + 1 > self.budget:
+            return False
+        self.lines.append(line)
+        self.used += len(line) + 1
+        return True
+
+    def text(self, empty: str = "(none)") -> str:
+        return "\n".join(self.lines) or empty
+
+
+def build_context(
+    scans: Sequence[FileScan], events: Sequence[Event], diagnosis: Diagnosis, budget_tokens: int
+) -> Context:
+    """The prompt sections for one job, each within its share of `budget_tokens`."""
+    chars = {name: int(share * budget_tokens * CHARS_PER_TOKEN) for name, share in _SHARES.items()}
+    ctx = Context(sections={"taxonomy": _taxonomy()})
+    ctx.nodes = {s.node for scan in scans for s in scan.templates if s.node}
+    ctx.nodes |= {e.node for e in events if e.node}
+    ctx.sections["findings"] = _findings(diagnosis, events, _Section(chars["findings"]), ctx)
+    ctx.sections["lines"] = _first_error_lines(scans, _Section(chars["lines"]), ctx)
+    ctx.sections["templates"] = _templates(scans, _Section(chars["templates"]))
+    ctx.sections["similar"] = _similar(diagnosis, _Section(chars["similar"]))
+    ctx.sections["runbooks"] = _runbooks(diagnosis, _Section(chars["runbooks"]))
+    return ctx
+
+
+def _taxonomy() -> str:
+    return "\n".join(f"- {c.value} (default action {DEFAULT_ACTION[c].value}): {DESCRIPTIONS[c]}" for c in FailureClass)
+
+
+def _show(section: _Section, ctx: Context, ref: LineRef | Event, suffix: str = "") -> bool:
+    line = _cite(ref.file, ref.line, ref.node, ref.rank, ref.text) + suffix
+    if section.add(line):
+        ctx.citeable[(ref.file, ref.line)] = ref.text
+        return True
+    return False
+
+
+def _findings(diagnosis: Diagnosis, events: Sequence[Event], section: _Section, ctx: Context) -> str:
+    head = (f"rules say: {diagnosis.failure_class.value} (confidence {diagnosis.confidence:.2f}): {diagnosis.summary}")
+    section.add(head)
+    if diagnosis.alternatives:
+        section.add("other candidates: " + ", ".join(f"{a.failure_class.value} ({a.score:.0f})"
+                                                     for a in diagnosis.alternatives))
+    signals = [e for e in events if isinstance(e, (FailureEvent, XidEvent, CollectiveTimeoutEvent))]
+    signals.sort(key=lambda e: -e.priority)
+    for event in signals:
+        tag = f"  <- rule {event.rule_id}: {event.failure_class.value}, {event.role.value}, x{event.count}"
+        if not _show(section, ctx, event, tag):
+            break
+    return section.text()
+
+
+def _first_error_lines(scans: Sequence[FileScan], section: _Section, ctx: Context) -> str:
+    """Per file: its error-like templates' first lines in order, then its last line."""
+    per_file: list[list[LineRef]] = []
+    for scan in scans:
+        refs = sorted((s.first for s in scan.templates if _ERRORISH.search(s.template)), key=lambda r: r.line)
+        if scan.templates:
+            refs.append(max(scan.templates, key=lambda s: s.last.line).last)
+        per_file.append(refs)
+    depth = 0
+    while any(depth < len(refs) for refs in per_file):  # round-robin so every node gets its first lines in
+        for refs in per_file:
+            fresh = depth < len(refs) and (refs[depth].file, refs[depth].line) not in ctx.citeable
+            if fresh and not _show(section, ctx, refs[depth]):
+                return section.text()
+        depth += 1
+    return section.text()
+
+
+def _templates(scans: Sequence[FileScan], section: _Section) -> str:
+    """Job-wide templates, rarest first: count, how many nodes/ranks, where first seen."""
+    totals: dict[str, list] = {}
+    for scan in scans:
+        for stat in scan.templates:
+            entry = totals.setdefault(stat.template_id, [0, set(), stat])
+            entry[0] += stat.count
+            entry[1].add((stat.node, stat.rank))
+    for count, places, stat in sorted(totals.values(), key=lambda e: (e[0], e[2].first.line)):
+        if not section.add(f"x{count} on {len(places)} node/rank(s), first {stat.first.file}:{stat.first.line}: "
+                           f"{stat.template[:LINE_CHARS]}"):
+            break
+    return section.text()
+
+
+def _similar(diagnosis: Diagnosis, section: _Section) -> str:
+    for item in diagnosis.similar:
+        resolved = f"; resolved: {item.resolution}" if item.resolution else ""
+        if not section.add(f"- similarity {item.similarity:.2f}: {item.failure_class.value} -> "
+                           f"{item.action.value} (job {item.job}){resolved}"):
+            break
+    return section.text("(no similar past incidents)")
+
+
+def _runbooks(diagnosis: Diagnosis, section: _Section) -> str:
+    classes = [diagnosis.failure_class] + [a.failure_class for a in diagnosis.alternatives]
+    for cls in dict.fromkeys(c for c in classes if c is not FailureClass.UNKNOWN):
+        section.add(f"{cls.value}:")
+        for step in mitigation_steps(cls, diagnosis.faulty_nodes)[:3]:
+            if not section.add(f"  - {step}"):
+                return section.text()
+    return section.text()

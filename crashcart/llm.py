@@ -1,0 +1,77 @@
+"""The opt-in LLM layer in a triage: when to ask the model, and what to do with the rule it suggests.
+
+The model is consulted only when the rules and the memory are unsure (or when asked to always). A rule it
+suggests is validated (compiles in the fast filter's engines, matches its evidence, matches no healthy log
+line, is not trivially broad) and, if it passes, waits in the rule queue for an operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from agent.events import Event
+from agent.models import Diagnosis, LLMUsage
+from knowledge.rule_store import RuleProposal, RuleStore
+from knowledge.taxonomy import FailureClass
+from parsers.models import FileScan, Strict
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from agent.llm_provider import LLMSettings
+
+CONSULT_BELOW = 0.6  # rules+memory confidence under which the model is asked
+CONTEXT_SHARE = 0.6  # of the token budget, for the context of the first call (retries need room)
+
+
+class LLMOptions(Strict):
+    """How a triage uses the model."""
+
+    samples: int = Field(1, ge=1, le=9)
+    token_budget: int = Field(20_000, ge=1000)
+    always: bool = False
+    redact_hosts: bool = False
+
+
+def should_consult(diagnosis: Diagnosis, options: LLMOptions) -> bool:
+    return options.always or diagnosis.failure_class is FailureClass.UNKNOWN or diagnosis.confidence < CONSULT_BELOW
+
+
+def consult(
+    scans: Sequence[FileScan], events: Sequence[Event], diagnosis: Diagnosis, *, settings: LLMSettings,
+    options: LLMOptions, chat_model: BaseChatModel | None = None, rule_store: RuleStore | None = None,
+    job: str = "",
+) -> tuple[Diagnosis, LLMUsage, list[RuleProposal]]:
+    """Ask the model about this job; return its diagnosis (or the rules' on failure), usage and proposals."""
+    from agent.llm_agent import llm_diagnose
+    from agent.llm_context import build_context
+    from agent.llm_provider import make_chat_model
+
+    model = chat_model or make_chat_model(settings)
+    context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE))
+    outcome = llm_diagnose(model, settings, context, diagnosis, samples=options.samples,
+                           token_budget=options.token_budget, redact_hosts=options.redact_hosts)
+    proposals = []
+    if outcome.suggestion is not None:
+        proposal = _proposal(outcome.suggestion, settings.model, job)
+        if rule_store is not None and proposal.status == "pending":
+            proposal = rule_store.propose(proposal)
+        proposals.append(proposal)
+    return outcome.diagnosis, outcome.usage, proposals
+
+
+def _proposal(suggestion: dict, model: str, job: str) -> RuleProposal:
+    """The model's regex as a proposal: pending if it validates, else rejected with the reasons."""
+    from agent.proposals import healthy_corpus, validate_pattern
+
+    check = validate_pattern(suggestion["regex"], suggestion["examples"], healthy_corpus())
+    return RuleProposal(
+        pattern=suggestion["regex"], failure_class=suggestion["failure_class"],
+        explanation=f"{suggestion['why']} (suggested by {model})",
+        examples=suggestion["examples"], origin="llm", model=model, job=job,
+        status="pending" if check.ok else "rejected", reason="; ".join(check.reasons) or None,
+        validation=check.notes + check.reasons,
+    )
