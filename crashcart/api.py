@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agent.diagnose import diagnose
 from agent.events import build_events
 from agent.fingerprint import fingerprint
-from agent.memory import recall, with_memory
+from agent.memory import NOVELTY_THRESHOLD, recall, with_memory
 from crashcart.llm import LLMOptions, consult, should_consult
 from crashcart.report import Report, ScanStats
 from knowledge.incident_store import IncidentStore
@@ -29,7 +29,8 @@ MAX_REPORT_EVENTS = 300
 
 def triage(
     paths: Sequence[str | Path], *, rules: Sequence[Rule] | None = None, workers: int | None = None,
-    memory: IncidentStore | None = None, k: int = 5, rule_store: RuleStore | None = None,
+    memory: IncidentStore | None = None, k: int = 5, novelty: float = NOVELTY_THRESHOLD,
+    rule_store: RuleStore | None = None,
     llm: LLMSettings | None = None, llm_options: LLMOptions | None = None, chat_model: BaseChatModel | None = None,
 ) -> Report:
     """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
@@ -51,7 +52,7 @@ def triage(
     diagnosis = diagnose(events, scans)
     print_ = fingerprint(scans, events)
     if memory is not None:
-        diagnosis = with_memory(diagnosis, recall(memory, print_, k))
+        diagnosis = with_memory(diagnosis, recall(memory, print_, k), novelty)
     usage, proposals = None, []
     options = llm_options or LLMOptions()
     if (llm is not None or chat_model is not None) and should_consult(diagnosis, options):

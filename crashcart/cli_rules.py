@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from crashcart.errors import InputError
 from knowledge.taxonomy import FailureClass
@@ -30,18 +27,22 @@ def _store(path: Path | None, create: bool = False):
     return store
 
 
-def _table(proposals) -> Table:
-    table = Table("id", "status", "class", "origin", "pattern", "why", box=None)
+def _show(proposals) -> None:
+    """One block per proposal: the pattern in full (a table would wrap it out of reach of copy and paste)."""
+    if not proposals:
+        print("no proposals")
     for p in proposals:
-        table.add_row(p.id, p.status, p.failure_class.value, p.model or p.origin, Text(p.pattern),
-                      Text((p.reason if p.status == "rejected" else p.explanation) or ""))
-    return table
+        print(f"{p.id}  {p.status}  {p.failure_class.value}  (from {p.model or p.origin}, job {p.job})")
+        print(f"  pattern: {p.pattern}")
+        print(f"  why:     {p.reason if p.status == 'rejected' else p.explanation}")
+        for example in p.examples[:2]:
+            print(f"  matches: {example[:200]}")
 
 
 @rules_app.command("pending")
 def pending(store: StoreOpt = None) -> None:
     """Proposals waiting for an operator."""
-    Console().print(_table(_store(store).list(status="pending")))
+    _show(_store(store).list(status="pending"))
 
 
 @rules_app.command("list")
@@ -51,7 +52,7 @@ def list_(
     """Every proposal (or those with one status)."""
     if status not in (None, "pending", "confirmed", "rejected"):
         raise InputError(f"--status must be pending, confirmed or rejected, not {status!r}")
-    Console().print(_table(_store(store).list(status=status)))
+    _show(_store(store).list(status=status))
 
 
 @rules_app.command("show")

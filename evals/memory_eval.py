@@ -129,7 +129,7 @@ def evaluate_memory(
     n = max(1, len(cases))
     with_llm, totals = None, None
     if llm is not None or chat_model is not None:
-        with_llm, totals = _llm_mode(Path(root), runs, incidents, k, llm, chat_model, llm_options)
+        with_llm, totals = _llm_mode(Path(root), runs, incidents, k, threshold, llm, chat_model, llm_options)
     return MemoryEvalReport(
         rules_memory_llm=with_llm, llm_usage=totals,
         cases=len(cases), k=k, threshold=threshold, rules_accuracy=r.accuracy, memory_accuracy=m.accuracy,
@@ -140,7 +140,7 @@ def evaluate_memory(
 
 
 def _llm_mode(
-    root: Path, runs: list, incidents: list[Incident], k: int, llm: LLMSettings | None,
+    root: Path, runs: list, incidents: list[Incident], k: int, threshold: float, llm: LLMSettings | None,
     chat_model: BaseChatModel | None, options: LLMOptions | None,
 ) -> tuple[EvalReport, LLMTotals]:
     """Each case triaged again with the others in memory and the model consulted where they are unsure."""
@@ -152,8 +152,8 @@ def _llm_mode(
         loo = MemoryIncidentStore()
         loo.add_many([i for i in incidents if i.id != own.id])
         start = time.perf_counter()
-        report = triage([str(case.resolve(root))], memory=loo, k=k, llm=llm, chat_model=chat_model,
-                        llm_options=options)
+        report = triage([str(case.resolve(root))], memory=loo, k=k, novelty=threshold, llm=llm,
+                        chat_model=chat_model, llm_options=options)
         results.append(case_result(case, report.diagnosis, time.perf_counter() - start))
         if report.llm is not None:
             u = report.llm

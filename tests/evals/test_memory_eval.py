@@ -48,3 +48,24 @@ def test_calibrated_threshold_splits_same_class_neighbours_from_the_rest() -> No
     nearest = [(0.9, True), (0.8, True), (0.6, True), (0.5, False), (0.3, False), (0.7, False)]
     assert calibrate_threshold(nearest) == 0.55  # keeps all 3 same-class, rejects 2 of 3 others
     assert calibrate_threshold([(0.9, True)]) == 0.0
+
+
+def test_llm_mode_is_compared_on_the_same_cases(tmp_path: Path, fake_chat) -> None:
+    from agent.llm_provider import LLMSettings
+    from crashcart.llm import LLMOptions
+
+    root = _set(tmp_path)
+    replies = []
+    for n in range(3):
+        for kind, cls in (("quorum", "node_failure"), ("frob", "data_error")):
+            line = 2 if kind == "quorum" else 1
+            replies.append(json.dumps({"failure_class": cls, "action": "fix_job", "rationale": "seen in the log",
+                                       "evidence": [{"file": f"{kind}-{n}.log", "line": line}]}))
+    report = evaluate_memory(root, k=2, llm=LLMSettings(model="custom:fake"), chat_model=fake_chat(replies))
+    assert report.rules_memory_llm is not None and report.llm_usage is not None
+    assert report.llm_usage.calls == 0  # memory settles every case: the model is not needed
+    report = evaluate_memory(root, k=2, llm=LLMSettings(model="custom:fake"), chat_model=fake_chat(replies),
+                             llm_options=LLMOptions(always=True))
+    assert report.llm_usage.consulted == 6 and report.llm_usage.calls == 6
+    assert report.rules_memory_llm.accuracy == 1.0
+    assert "rules + memory + LLM" in str(render_memory(report).renderables[0].columns[0]._cells)

@@ -1,0 +1,55 @@
+"""The model's context: within its token budget, every shown log line citeable, the node list known."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.events import build_events
+from agent.llm_answer import AnswerError, parse_answer
+from agent.llm_context import CHARS_PER_TOKEN, build_context
+from crashcart.api import triage
+from evals.generator import JobSpec, generate_job
+from knowledge.rules import load_rules
+from parsers.scan import scan_sources
+from parsers.sources import discover
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("job")
+    generate_job(out, JobSpec(nodes=4, total_mb=1, scenario="ib_link", fault_node=2, seed=5))
+    scans = scan_sources(discover([str(out / "logs")]), load_rules(), workers=1)
+    events = build_events(scans)
+    return scans, events, triage([out / "logs"]).diagnosis
+
+
+@pytest.mark.parametrize("budget", [1500, 6000, 20000])
+def test_context_fits_its_budget_and_shows_what_matters_first(job, budget: int) -> None:
+    scans, events, diagnosis = job
+    ctx = build_context(scans, events, diagnosis, budget)
+    assert ctx.tokens <= budget * 1.05 + len(ctx.sections["taxonomy"]) // CHARS_PER_TOKEN
+    assert ctx.sections["findings"].startswith("rules say: network")
+    assert "status=12" in ctx.sections["findings"]  # the strongest rule hit always makes it in
+    assert ctx.nodes == {"node00", "node01", "node02", "node03"}
+    for (file, line), text in ctx.citeable.items():
+        assert f"[{file}:{line}]" in "\n".join(ctx.sections.values())
+        assert text[:50] in "\n".join(ctx.sections.values())
+
+
+def test_a_bigger_budget_shows_more_lines(job) -> None:
+    scans, events, diagnosis = job
+    assert len(build_context(scans, events, diagnosis, 20000).citeable) > len(
+        build_context(scans, events, diagnosis, 1500).citeable)
+
+
+def test_parse_answer_accepts_fenced_json_and_rejects_what_was_not_shown() -> None:
+    reply = ('Here you go:\n```json\n{"failure_class": "network", "action": "drain_node_and_retry", '
+             '"evidence": [{"file": "a.log", "line": 3}], "faulty_nodes": ["n1"], "rationale": "IB"}\n```')
+    answer = parse_answer(reply, {("a.log", 3)}, {"n1"})
+    assert answer.failure_class.value == "network" and answer.faulty_nodes == ["n1"]
+    with pytest.raises(AnswerError, match="a.log:3"):
+        parse_answer(reply, {("a.log", 4)}, {"n1"})
+    with pytest.raises(AnswerError, match="evidence"):
+        parse_answer(reply.replace('[{"file": "a.log", "line": 3}]', "[]"), {("a.log", 3)}, {"n1"})
+
+

@@ -1,0 +1,60 @@
+"""`crashcart rules ...` and the no-LLM proposal path: a confirmed incident the rules missed teaches the filter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+QUORUM = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
+2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step {s} after quorum loss on host {h}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _stores(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CRASHCART_MEMORY", str(tmp_path / "memory.db"))
+    monkeypatch.setenv("CRASHCART_RULES", str(tmp_path / "rules.db"))
+
+
+def test_confirming_an_incident_the_rules_missed_queues_a_derived_rule(cli, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text(QUORUM.format(i=1, s=100, h="gpu-a17"))
+    second.write_text(QUORUM.format(i=5, s=7123, h="gpu-c09"))
+
+    code, out, _ = cli("cases", "add", str(first), "--class", "node_failure", "--by", "bob")
+    assert code == 0 and "queued rule proposal prop-" in out
+    code, out, _ = cli("rules", "pending")
+    proposal_id = out.split()[0]
+    assert proposal_id.startswith("prop-") and "from drain3-template" in out and "zeta-scheduler" in out
+    code, out, _ = cli("rules", "show", proposal_id)
+    shown = json.loads(out)
+    assert shown["origin"] == "template" and shown["status"] == "pending"
+
+    assert cli("rules", "confirm", proposal_id, "--by", "bob")[0] == 0
+    code, out, _ = cli("triage", str(second), "--format", "json", "--no-memory")
+    d = json.loads(out)["diagnosis"]
+    assert (d["failure_class"], d["decided_by"]) == ("node_failure", "rules")
+    assert d["evidence"][0]["rule_id"] == f"user.{proposal_id}"
+
+    code, _, err = cli("rules", "confirm", proposal_id, "--by", "bob")
+    assert code == 2 and "already confirmed" in err
+    code, out, _ = cli("rules", "list", "--status", "confirmed")
+    assert proposal_id in out
+
+
+def test_propose_and_reject_and_errors(cli, tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text(QUORUM.format(i=1, s=100, h="gpu-a17"))
+    code, out, _ = cli("rules", "propose", str(log), "--class", "node_failure", "--line", "2")
+    assert code == 0 and out.startswith("queued prop-")
+    proposal_id = out.split()[1].rstrip(":")
+    code, out, _ = cli("rules", "reject", proposal_id, "--reason", "too specific to one scheduler")
+    assert code == 0 and cli("rules", "pending")[1].strip() == "no proposals"
+    code, _, err = cli("rules", "confirm", "prop-0000000000")
+    assert code == 2 and "crashcart rules pending" in err
+    code, _, err = cli("rules", "list", "--status", "maybe")
+    assert code == 2 and "--status" in err
+    code, _, err = cli("rules", "propose", str(log), "--class", "node_failure", "--line", "99")
+    assert code == 2 and "line 99" in err

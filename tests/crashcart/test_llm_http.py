@@ -1,0 +1,63 @@
+"""End to end over real HTTP: the crashcart CLI, langchain-openai and the openai SDK against a local
+OpenAI-compatible server started by the test (scripted replies; nothing leaves 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fakes.openai_server import Fail, Reply
+
+LOG = """2026-03-01 10:00:01 INFO step 100 loss 2.11
+2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100 after quorum loss on host gpu-a17
+"""
+
+
+def _answer(**extra: object) -> str:
+    return json.dumps({"failure_class": "node_failure", "action": "drain_node_and_retry",
+                       "evidence": [{"file": "job.log", "line": 2}], "faulty_nodes": [],
+                       "rationale": "A host left the scheduler's quorum.", **extra})
+
+
+def test_triage_with_an_openai_compatible_server(tmp_path: Path, cli, openai_server, monkeypatch) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    monkeypatch.setenv("CRASHCART_RULES", str(tmp_path / "rules.db"))
+    monkeypatch.setenv("CRASHCART_MEMORY", str(tmp_path / "none.db"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
+    rule = {"regex": r"zeta-scheduler: giving up on step \d+ after quorum loss", "failure_class": "node_failure",
+            "why": "the scheduler gives up when a host leaves its quorum"}
+    openai_server.script([Fail(429, retry_after="0"), Reply(_answer(proposed_rule=rule), prompt_tokens=900,
+                                                           completion_tokens=120)])
+
+    code, out, err = cli("triage", str(log), "--format", "json", "--llm", "openai:local-test-model",
+                         "--llm-base-url", openai_server.base_url)
+    assert code == 0, err
+    report = json.loads(out)
+    d = report["diagnosis"]
+    assert (d["failure_class"], d["decided_by"]) == ("node_failure", "llm")
+    assert report["llm"]["calls"] == 1 and report["llm"]["input_tokens"] == 900
+    assert report["llm"]["output_tokens"] == 120
+    assert report["proposals"][0]["status"] == "pending"
+    assert openai_server.calls == 2  # one 429, retried after Retry-After, then the answer
+    sent = openai_server.requests[-1]
+    assert sent["model"] == "local-test-model"
+    assert sent["response_format"]["type"] in ("json_object", "json_schema")
+    assert "BEGIN LOG DATA" in sent["messages"][-1]["content"]
+
+    code, out, _ = cli("rules", "pending")
+    assert code == 0 and "zeta-scheduler" in out
+
+
+def test_an_unreachable_model_falls_back_to_rules(tmp_path: Path, cli, openai_server, monkeypatch) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    monkeypatch.setenv("CRASHCART_RULES", str(tmp_path / "rules.db"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
+    openai_server.script([Fail(401, body={"error": {"message": "bad key"}})])
+    code, out, err = cli("triage", str(log), "--format", "json", "--no-memory", "--llm", "openai:m",
+                         "--llm-base-url", openai_server.base_url)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["diagnosis"]["decided_by"] == "none" and report["llm"]["fallback"] is True
+    assert report["llm"]["errors"][0].startswith("client")
