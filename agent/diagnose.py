@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, XidEvent
 from agent.models import Alternative, Diagnosis, Evidence
+from agent.salience import ERRORISH, RARE_COUNT, template_totals
 from knowledge.rules import Role, Stage
 from knowledge.runbooks import mitigation_steps
 from knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass
@@ -29,7 +30,6 @@ MAX_EVIDENCE = 8
 LOCATE_MARGIN = 15  # root causes this much weaker than the strongest do not name nodes of their own
 # Failures of the whole job: the ranks that print them are its loggers, not its culprits.
 JOB_WIDE_CLASSES = frozenset({FailureClass.LOSS_DIVERGENCE, FailureClass.CANCELLED})
-_ERRORISH = re.compile(r"(?i)error|fail|exception|fatal|abort|killed|traceback|timed? ?out")
 
 
 @dataclass(frozen=True)
@@ -294,13 +294,10 @@ def _unknown(scans: Sequence[FileScan], signals: Sequence[Signal] = ()) -> Diagn
 
 def _suspicious_lines(scans: Sequence[FileScan], limit: int) -> list[Evidence]:
     """Rare error-like templates (first line of each), then each file's last line."""
-    totals: dict[str, int] = {}
-    for scan in scans:
-        for stat in scan.templates:
-            totals[stat.template_id] = totals.get(stat.template_id, 0) + stat.count
+    totals = template_totals(scans)
     rare = [
         stat for scan in scans for stat in scan.templates
-        if totals[stat.template_id] <= 3 and _ERRORISH.search(stat.template)
+        if totals[stat.template_id] <= RARE_COUNT and ERRORISH.search(stat.template)
     ]
     rare.sort(key=lambda s: (s.first.time is None, s.first.time or 0, s.first.file, s.first.line))
     lasts = [max(scan.templates, key=lambda s: s.last.line).last for scan in scans if scan.templates]

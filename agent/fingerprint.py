@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
+from agent.salience import ERRORISH, RARE_COUNT, template_totals
 from knowledge.incidents import Fingerprint
 from knowledge.rules import Role
 from parsers.models import FileScan
 
 MAX_TEMPLATES = 40
-RARE_COUNT = 3  # a template seen this often or less in the whole job is rare
-_ERRORISH = re.compile(
-    r"(?i)error|fail|exception|fatal|abort|killed|traceback|timed? ?out|nan\b|denied|refused|critical|panic|"
-    r"giving up|lost\b|expired|unreachable|corrupt"
-)
 
 
 def fingerprint(scans: Sequence[FileScan], events: Sequence[Event]) -> Fingerprint:
@@ -25,20 +20,19 @@ def fingerprint(scans: Sequence[FileScan], events: Sequence[Event]) -> Fingerpri
     signals.sort(key=lambda e: (e.role is not Role.ROOT_CAUSE, -e.priority))
     rule_ids = list(dict.fromkeys(e.rule_id for e in signals))
     classes = list(dict.fromkeys(e.failure_class for e in signals if e.role is not Role.CONTEXT))
-    totals: dict[str, int] = {}
+    totals = template_totals(scans)
     text: dict[str, str] = {}
     hit_rank: dict[str, int] = {}
     order = {rule: i for i, rule in enumerate(rule_ids)}
     for scan in scans:
         for stat in scan.templates:
-            totals[stat.template_id] = totals.get(stat.template_id, 0) + stat.count
             text[stat.template_id] = stat.template
             ranks = [order[r] for r in stat.rule_ids if r in order]
             if ranks:
                 hit_rank[stat.template_id] = min(ranks + [hit_rank.get(stat.template_id, len(order))])
     with_hits = sorted(hit_rank, key=hit_rank.__getitem__)
     rare = [t for t, n in totals.items() if n <= RARE_COUNT and t not in hit_rank]
-    loud = [t for t in rare if _ERRORISH.search(text[t])]
+    loud = [t for t in rare if ERRORISH.search(text[t])]
     chosen = list(dict.fromkeys(with_hits + loud + _final_words(scans) + rare))[:MAX_TEMPLATES]
     return Fingerprint(templates=[text[t] for t in chosen], rule_ids=rule_ids, classes=classes)
 

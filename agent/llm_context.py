@@ -7,12 +7,12 @@ classes. Every log line is shown as `[file:line]`, and only those lines may be c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
 from agent.models import Diagnosis
+from agent.salience import ERRORISH
 from knowledge.runbooks import mitigation_steps
 from knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
 from parsers.models import FileScan, LineRef
@@ -20,10 +20,6 @@ from parsers.models import FileScan, LineRef
 CHARS_PER_TOKEN = 4
 LINE_CHARS = 400  # a shown line is cut here
 _SHARES = {"findings": 0.25, "lines": 0.35, "templates": 0.2, "similar": 0.1, "runbooks": 0.1}
-_ERRORISH = re.compile(
-    r"(?i)error|fail|exception|fatal|abort|killed|traceback|timed? ?out|nan\b|denied|refused|critical|panic|"
-    r"giving up|lost\b|expired|unreachable|corrupt|warn"
-)
 
 
 @dataclass
@@ -108,7 +104,7 @@ def _first_error_lines(scans: Sequence[FileScan], section: _Section, ctx: Contex
     """Per file: its error-like templates' first lines in order, then its last line."""
     per_file: list[list[LineRef]] = []
     for scan in scans:
-        refs = sorted((s.first for s in scan.templates if _ERRORISH.search(s.template)), key=lambda r: r.line)
+        refs = sorted((s.first for s in scan.templates if ERRORISH.search(s.template)), key=lambda r: r.line)
         if scan.templates:
             refs.append(max(scan.templates, key=lambda s: s.last.line).last)
         per_file.append(refs)

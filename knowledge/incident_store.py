@@ -6,13 +6,11 @@ no features embeds to a zero row and is similar to nothing: its search returns [
 
 from __future__ import annotations
 
-import random
 import secrets
 import sqlite3
 import threading
-import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
@@ -23,6 +21,7 @@ from knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
 from knowledge.incident_index import IndexFiles, VectorIndex, catch_up
 from knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
 from knowledge.incidents import Fingerprint, Incident
+from knowledge.sqlite_db import connect, read_transaction, write_transaction
 
 
 @runtime_checkable
@@ -124,7 +123,6 @@ class MemoryIncidentStore:
 
 
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 60.0
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
     """CREATE TABLE IF NOT EXISTS incidents (
@@ -176,16 +174,7 @@ class SqliteIncidentStore:
     # -- opening -------------------------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            _enable_wal(conn)
-            conn.execute("PRAGMA synchronous = NORMAL")
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise KnowledgeError(f"{self.path}: cannot open as an incident store ({exc}); "
-                                 "check the path and its permissions, or give another store path") from exc
-        return conn
+        return connect(self.path, "an incident store")
 
     def _init_schema(self, offered: Embedder) -> dict[str, str]:
         try:
@@ -253,27 +242,11 @@ class SqliteIncidentStore:
             raise KnowledgeError(f"{self.path} was re-embedded with {meta['embedder']!r} after this process opened "
                                  f"it with {self.embedder.name!r}; reopen the store")
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self._conn, self._lock)
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: every query in it sees the same snapshot (WAL)."""
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                yield self._conn
-            finally:
-                self._conn.execute("COMMIT")
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return read_transaction(self._conn, self._lock)
 
     # -- the protocol --------------------------------------------------------------------------------------
 
@@ -395,20 +368,6 @@ class SqliteIncidentStore:
                     self._files.save(index, self._uid, name)
             self._index = index
             return index
-
-
-def _enable_wal(conn: sqlite3.Connection) -> None:
-    """Switch to WAL, retrying: SQLite answers 'locked' at once, without its busy handler, while another
-    process creating the same new database holds the lock the switch needs."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(random.uniform(0.005, 0.05))
 
 
 def _blob(vector: np.ndarray) -> bytes:

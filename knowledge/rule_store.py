@@ -10,13 +10,10 @@ compile or that misses one of its own examples, so the operator never meets a qu
 
 from __future__ import annotations
 
-import random
 import secrets
 import sqlite3
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -27,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from crashcart.errors import KnowledgeError
 from knowledge.loading import describe
 from knowledge.rules import Role, Rule
+from knowledge.sqlite_db import connect, write_transaction
 from knowledge.taxonomy import Action, FailureClass
 
 ProposalStatus = Literal["pending", "confirmed", "rejected"]
@@ -193,7 +191,6 @@ class MemoryRuleStore:
 
 
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 60.0
 _LIVE = "('pending', 'confirmed')"
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
@@ -229,16 +226,7 @@ class SqliteRuleStore:
             raise
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            _enable_wal(conn)
-            conn.execute("PRAGMA synchronous = NORMAL")
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise KnowledgeError(f"{self.path}: cannot open as a rule store ({exc}); "
-                                 "check the path and its permissions, or give another store path") from exc
-        return conn
+        return connect(self.path, "a rule store")
 
     def _init_schema(self) -> None:
         try:
@@ -258,17 +246,8 @@ class SqliteRuleStore:
             raise KnowledgeError(f"{self.path}: rule store schema v{version} was written by a newer crashcart "
                                  f"(this one reads up to v{SCHEMA_VERSION}); upgrade crashcart to open it")
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self._conn, self._lock)
 
     def _query(self, sql: str, args: tuple = ()) -> list[RuleProposal]:
         with self._lock:
@@ -334,17 +313,3 @@ class SqliteRuleStore:
     @staticmethod
     def _update(db: sqlite3.Connection, p: RuleProposal) -> None:
         db.execute("UPDATE proposals SET status = ?, body = ? WHERE id = ?", (p.status, p.model_dump_json(), p.id))
-
-
-def _enable_wal(conn: sqlite3.Connection) -> None:
-    """Switch to WAL, retrying: SQLite answers 'locked' at once, without its busy handler, while another
-    process creating the same new database holds the lock the switch needs."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(random.uniform(0.005, 0.05))

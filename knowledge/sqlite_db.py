@@ -1,0 +1,71 @@
+"""What crashcart's SQLite stores share: a connection safe with several writer processes, and transactions.
+
+WAL lets readers go on while one process writes; BEGIN IMMEDIATE takes the write lock up front, waiting up to
+the busy timeout, so concurrent writers queue instead of failing.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from crashcart.errors import KnowledgeError
+
+BUSY_TIMEOUT_S = 60.0
+
+
+def connect(path: Path, what: str) -> sqlite3.Connection:
+    """An autocommit connection to path (created if missing) in WAL mode; `what` names the store in errors."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        _enable_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except (OSError, sqlite3.DatabaseError) as exc:
+        raise KnowledgeError(f"{path}: cannot open as {what} ({exc}); "
+                             "check the path and its permissions, or give another store path") from exc
+    return conn
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying: SQLite answers 'locked' at once, without its busy handler, while another
+    process creating the same new database holds the lock the switch needs."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection, lock: threading.RLock) -> Iterator[sqlite3.Connection]:
+    """One write transaction, committed on success and rolled back on any exception."""
+    with lock:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+@contextmanager
+def read_transaction(conn: sqlite3.Connection, lock: threading.RLock) -> Iterator[sqlite3.Connection]:
+    """One read transaction: every query in it sees the same snapshot (WAL)."""
+    with lock:
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
