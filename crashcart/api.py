@@ -11,6 +11,7 @@ from agent.diagnose import diagnose
 from agent.events import build_events
 from agent.fingerprint import fingerprint
 from agent.memory import NOVELTY_THRESHOLD, recall, with_memory
+from agent.salience import mark_rare, salient_templates
 from crashcart.llm import LLMOptions, consult, should_consult
 from crashcart.report import Report, ScanStats
 from knowledge.incident_store import IncidentStore
@@ -48,6 +49,7 @@ def triage(
     loaded = time.perf_counter()
     scans = scan_sources(sources, active, workers)
     scanned = time.perf_counter()
+    mark_rare(scans)
     events = build_events(scans)
     diagnosis = diagnose(events, scans)
     print_ = fingerprint(scans, events)
@@ -78,6 +80,7 @@ def triage(
         diagnosis=diagnosis,
         events=events[:MAX_REPORT_EVENTS],
         events_omitted=max(0, len(events) - MAX_REPORT_EVENTS),
+        templates=salient_templates(scans),
         stats=stats,
         fingerprint=print_,
         llm=usage,

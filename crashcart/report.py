@@ -8,7 +8,7 @@ from agent.events import Event
 from agent.models import Diagnosis, LLMUsage
 from knowledge.incidents import Fingerprint
 from knowledge.rule_store import RuleProposal
-from parsers.models import Strict
+from parsers.models import Strict, TemplateStat
 
 REPORT_VERSION = 1
 
@@ -33,6 +33,7 @@ class Report(Strict):
     diagnosis: Diagnosis
     events: list[Event] = []
     events_omitted: int = 0
+    templates: list[TemplateStat] = Field(default_factory=list)  # salient: with rule hits, new, or rare
     stats: ScanStats
     fingerprint: Fingerprint = Field(default_factory=Fingerprint)
     llm: LLMUsage | None = None  # present when the model was consulted: tokens, calls, seconds, cost

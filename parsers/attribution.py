@@ -255,7 +255,14 @@ def _file_stem(name: str) -> str:
     return ".".join(parts)
 
 
+# What kind of log a file is, written before the host: `kernel-node07.log`, `dmesg_gpu017.txt`.
+_KIND_PREFIX = re.compile(r"(?i)^(?:kernel|dmesg|syslog|messages|journal|stdout|stderr|train|nvidia|dcgm|log)[-_.]")
+
+
 def _node_from_name(name: str) -> str | None:
+    kind = _KIND_PREFIX.match(name)
+    if kind:
+        return _node_from_name(name[kind.end():])
     if _IPV4.fullmatch(name):
         return name
     short = name.split(".", 1)[0]

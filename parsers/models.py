@@ -51,6 +51,8 @@ class TemplateStat(Strict):
     first: LineRef
     last: LineRef
     rule_ids: list[str] = []
+    new: bool = False  # first seen only in the last part of its file, after the job had been running
+    rare: bool = False  # seen at most a few times in the whole job (set once all files are scanned)
 
 
 class FileScan(Strict):

@@ -24,6 +24,8 @@ MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are co
 MAX_HITS_PER_RULE = 2000
 PARALLEL_MIN_BYTES = 32 << 20  # below this, process start-up costs more than it saves
 MAX_TEXT = 2000  # evidence text is cut here (a 10 MB line stays a 10 MB line on disk, not in reports)
+NEW_TAIL = 0.1  # a template first seen in the last 10% of a file's lines is new to it...
+NEW_MIN_LINES = 200  # ... in a file long enough for "the job had been running" to mean something
 
 
 class FileScanner:
@@ -97,6 +99,7 @@ class FileScanner:
                 first=line_ref(_decode(first), first_no, where, file),
                 last=line_ref(_decode(last), last_no, where, file),
                 rule_ids=sorted(hit_templates.get(index, ())),
+                new=counts.lines >= NEW_MIN_LINES and first_no > counts.lines * (1 - NEW_TAIL),
             ))
         return stats
 

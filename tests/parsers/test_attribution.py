@@ -17,6 +17,10 @@ from parsers.attribution import (
 NONE = Attribution(None, None)
 
 PATHS = [
+    # the kind of log written before the host
+    ("kernel-node07.log", Attribution("node07", None)),
+    ("logs/dmesg_gpu017.txt", Attribution("gpu017", None)),
+    ("kernel.log", Attribution(None, None)),
     ("logs/node-12.log", Attribution("node-12", None)),
     ("node17.out", Attribution("node17", None)),
     ("job/gpu-node-003/stdout.log", Attribution("gpu-node-003", None)),
