@@ -16,16 +16,37 @@ from knowledge.rules import Role, Rule
 from parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
 from parsers.models import FileScan, LineRef, RuleHit, TemplateStat
 from parsers.rulefilter import BlockHit, RuleFilter
-from parsers.sources import Source, read_blocks
+from parsers.sources import Source, read_blocks, split
 from parsers.templater import TemplateCounts, Templater, template_id
 from parsers.timestamps import parse_timestamp
 
 MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are counted
 MAX_HITS_PER_RULE = 2000
 PARALLEL_MIN_BYTES = 32 << 20  # below this, process start-up costs more than it saves
+SPLIT_MIN_BYTES = 64 << 20  # a plain file this large is scanned as several byte ranges in parallel
 MAX_TEXT = 2000  # evidence text is cut here (a 10 MB line stays a 10 MB line on disk, not in reports)
 NEW_TAIL = 0.1  # a template first seen in the last 10% of a file's lines is new to it...
 NEW_MIN_LINES = 200  # ... in a file long enough for "the job had been running" to mean something
+
+
+class HitCap:
+    """How many hits of a rule a file keeps: a few per rank, a bounded total; the rest are only counted.
+
+    Context lines (one NCCL init line per rank) are kept up to the total: they map ranks to hosts.
+    """
+
+    def __init__(self) -> None:
+        self._seen: Counter[tuple[str, int | None]] = Counter()
+        self._total: Counter[str] = Counter()
+
+    def admit(self, rule_id: str, rank: int | None, role: Role) -> bool:
+        if role is not Role.CONTEXT and self._seen[(rule_id, rank)] >= MAX_HITS_PER_RULE_RANK:
+            return False
+        if self._total[rule_id] >= MAX_HITS_PER_RULE:
+            return False
+        self._seen[(rule_id, rank)] += 1
+        self._total[rule_id] += 1
+        return True
 
 
 class FileScanner:
@@ -40,7 +61,7 @@ class FileScanner:
         where = attribution_from_path(src.display)
         counts = TemplateCounts()
         hits: list[RuleHit] = []
-        per_rule: Counter[tuple[int, int | None]] = Counter()
+        cap = HitCap()
         dropped = line_no = size = 0
         ranked: bool | None = None
         for block in read_blocks(src):
@@ -48,7 +69,7 @@ class FileScanner:
             if ranked is None:
                 ranked = has_rank_prefixes(block[:65536].split(b"\n")[:50])
             found = self.filter.scan(block)
-            dropped += self._keep_hits(found, block, line_no, src.display, where, hits, per_rule)
+            dropped += self._keep_hits(found, block, line_no, src.display, where, hits, cap)
             self.templater.count_block(block, line_no, counts, ranked)
             line_no = counts.lines
         templates = self._template_stats(src.display, where, counts, hits)
@@ -59,7 +80,7 @@ class FileScanner:
 
     def _keep_hits(
         self, found: list[BlockHit], block: bytes, base: int, file: str, where: Attribution,
-        hits: list[RuleHit], per_rule: Counter[tuple[int, int | None]],
+        hits: list[RuleHit], cap: HitCap,
     ) -> int:
         """Append confirmed hits to `hits` up to the per-rule caps; return how many were dropped."""
         dropped = 0
@@ -69,14 +90,9 @@ class FileScanner:
             pos = hit.start
             ref = line_ref(hit.text, no + 1, where, file)
             rule = self.filter.rules[hit.rule_index]
-            slot, total = (hit.rule_index, ref.rank), (hit.rule_index, -1)
-            # Context lines (one NCCL init line per rank) are all kept up to the total: they map ranks to hosts.
-            per_rank_full = rule.role is not Role.CONTEXT and per_rule[slot] >= MAX_HITS_PER_RULE_RANK
-            if per_rank_full or per_rule[total] >= MAX_HITS_PER_RULE:
+            if not cap.admit(rule.id, ref.rank, rule.role):
                 dropped += 1
                 continue
-            per_rule[slot] += 1
-            per_rule[total] += 1
             hits.append(RuleHit(
                 rule_id=rule.id, failure_class=rule.failure_class, action=rule.resolved_action,
                 role=rule.role, priority=rule.priority, stage=rule.stage, ref=ref, captures=hit.captures,
@@ -125,26 +141,71 @@ def _scan_group(rules: Sequence[Rule], sources: Sequence[Source]) -> list[FileSc
 def scan_sources(
     sources: Sequence[Source], rules: Sequence[Rule], workers: int | None = None
 ) -> list[FileScan]:
-    """Scan every source; large multi-file jobs are split across `workers` processes by size."""
+    """Scan every source; a large job is split across `workers` processes by size, and a large plain file
+    into line-aligned byte ranges scanned in parallel and merged."""
     workers = workers or min(os.cpu_count() or 1, 8)
     total = sum(s.size for s in sources)
-    on_disk = [s for s in sources if s.path is not None]
-    if workers < 2 or len(on_disk) < 2 or total < PARALLEL_MIN_BYTES or len(on_disk) != len(sources):
-        scans = _scan_group(rules, sources)
-    else:
-        groups = _balance(sources, workers)
-        with ProcessPoolExecutor(max_workers=len(groups)) as pool:
-            scans = [s for part in pool.map(_scan_group, [rules] * len(groups), groups) for s in part]
-    order = {s.display: i for i, s in enumerate(sources)}
-    return sorted(scans, key=lambda s: order[s.file])
+    if workers < 2 or total < PARALLEL_MIN_BYTES or any(s.path is None for s in sources):
+        return _scan_group(rules, sources)
+    tasks = [part for src in sources for part in (split(src, workers) if src.size >= SPLIT_MIN_BYTES else [src])]
+    if len(tasks) < 2:
+        return _scan_group(rules, sources)
+    groups = _balance(tasks, workers)
+    with ProcessPoolExecutor(max_workers=len(groups)) as pool:
+        done = pool.map(_scan_group, [rules] * len(groups), groups)
+        parts = {(t.display, t.start): scan for group, scans in zip(groups, done, strict=True)
+                 for t, scan in zip(group, scans, strict=True)}
+    return [merge_parts([parts[(t.display, t.start)] for t in tasks if t.display == src.display]) for src in sources]
+
+
+def merge_parts(parts: list[FileScan]) -> FileScan:
+    """One FileScan from the scans of consecutive byte ranges of one file: line numbers shifted, counts added."""
+    if len(parts) == 1:
+        return parts[0]
+    offset = 0
+    hits: list[RuleHit] = []
+    stats: dict[tuple[str, int | None, str | None], TemplateStat] = {}
+    cap, dropped = HitCap(), sum(p.hits_dropped for p in parts)
+    for part in parts:
+        for h in part.hits:  # the caps again, over the whole file, so the result equals a serial scan's
+            if cap.admit(h.rule_id, h.ref.rank, h.role):
+                hits.append(h.model_copy(update={"ref": _shift(h.ref, offset)}))
+            else:
+                dropped += 1
+        for t in part.templates:
+            first, last = _shift(t.first, offset), _shift(t.last, offset)
+            held = stats.get((t.template_id, t.rank, t.node))
+            if held is None:
+                stats[(t.template_id, t.rank, t.node)] = t.model_copy(update={"first": first, "last": last})
+            else:
+                held.count += t.count
+                held.last = last
+                held.rule_ids = sorted(set(held.rule_ids) | set(t.rule_ids))
+        offset += part.lines
+    for t in stats.values():
+        t.new = offset >= NEW_MIN_LINES and t.first.line > offset * (1 - NEW_TAIL)
+    head = parts[0]
+    return FileScan(
+        file=head.file, node=head.node, rank=head.rank, lines=offset, bytes=sum(p.bytes for p in parts), hits=hits,
+        hits_dropped=dropped, templates=list(stats.values()),
+        seconds=sum(p.seconds for p in parts),
+    )
+
+
+def _shift(ref: LineRef, offset: int) -> LineRef:
+    return ref.model_copy(update={"line": ref.line + offset}) if offset else ref
 
 
 def _balance(sources: Sequence[Source], workers: int) -> list[list[Source]]:
-    """Greedy split by size: largest file first into the lightest group."""
+    """Greedy split by size: largest task first into the lightest group."""
     groups: list[list[Source]] = [[] for _ in range(min(workers, len(sources)))]
     loads = [0] * len(groups)
-    for src in sorted(sources, key=lambda s: s.size, reverse=True):
+    for src in sorted(sources, key=_task_size, reverse=True):
         i = loads.index(min(loads))
         groups[i].append(src)
-        loads[i] += src.size
+        loads[i] += _task_size(src)
     return [g for g in groups if g]
+
+
+def _task_size(src: Source) -> int:
+    return (src.end if src.end is not None else src.size) - src.start

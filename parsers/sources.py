@@ -47,6 +47,8 @@ class Source(BaseModel):
     path: Path | None = None  # None means standard input
     compression: Compression = "none"
     size: int = 0  # bytes on disk (compressed size for .gz/.zst; 0 for stdin)
+    start: int = 0  # a byte range of a plain file (a part of it scanned on its own); whole file by default
+    end: int | None = None
 
 
 def discover(paths: list[str]) -> list[Source]:
@@ -164,8 +166,7 @@ def _decoded_chunks(src: Source, raw: BinaryIO, size: int, sniff: bool) -> Itera
         elif src.compression == "zstd":
             yield from _zstd_chunks(src, raw, size, sniff)
         else:
-            while chunk := raw.read(size):
-                yield chunk
+            yield from _plain_chunks(src, raw, size)
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         if not sniff:
             raise InputError(f"{src.display}: corrupt or truncated gzip ({exc}); re-copy the file") from exc
@@ -173,6 +174,37 @@ def _decoded_chunks(src: Source, raw: BinaryIO, size: int, sniff: bool) -> Itera
         raise InputError(f"{src.display}: corrupt zstd stream ({exc}); re-copy the file") from exc
     except OSError as exc:
         raise InputError(f"cannot read {src.display}: {exc.strerror or exc}") from exc
+
+
+def _plain_chunks(src: Source, raw: BinaryIO, size: int) -> Iterator[bytes]:
+    if src.start:
+        raw.seek(src.start)
+    left = None if src.end is None else src.end - src.start
+    while left is None or left > 0:
+        chunk = raw.read(size if left is None else min(size, left))
+        if not chunk:
+            return
+        if left is not None:
+            left -= len(chunk)
+        yield chunk
+
+
+def split(src: Source, parts: int) -> list[Source]:
+    """A plain file as up to `parts` byte ranges that start and end on line boundaries, to scan in parallel."""
+    if parts < 2 or src.path is None or src.compression != "none" or src.start or src.end is not None:
+        return [src]
+    cuts = [0]
+    try:
+        with src.path.open("rb") as fh:
+            for i in range(1, parts):
+                fh.seek(max(cuts[-1], src.size * i // parts))
+                fh.readline()  # to the start of the next line
+                if fh.tell() < src.size and fh.tell() > cuts[-1]:
+                    cuts.append(fh.tell())
+    except OSError as exc:
+        raise InputError(f"cannot read {src.path}: {exc.strerror or exc}") from exc
+    cuts.append(src.size)
+    return [src.model_copy(update={"start": a, "end": b}) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def _gzip_chunks(raw: BinaryIO, size: int) -> Iterator[bytes]:

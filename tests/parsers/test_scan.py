@@ -289,3 +289,37 @@ def test_balance_largest_first_into_the_lightest_group(
 ) -> None:
     srcs = [Source(display=f"f{i}", path=Path(f"/x/f{i}"), size=size) for i, size in enumerate(sizes)]
     assert [[s.display for s in g] for g in scan_module._balance(srcs, workers)] == groups
+
+
+def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = "".join(
+        f"[rank{i % 4}]: iteration {i} loss 2.{i % 7}\n"
+        + ("[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n" if i % 997 == 0 else "")
+        for i in range(6000)
+    ) + "[rank1]: successfully saved checkpoint at iteration    6000 to /ckpt\n"
+    [src] = _job(tmp_path, {"node01/big.log": body.encode()})
+    serial = scan_sources([src], RULES, workers=1)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(scan_module, "SPLIT_MIN_BYTES", 1)
+    parallel = scan_sources([src], RULES, workers=3)
+
+    (a,), (b,) = serial, parallel
+    assert (b.file, b.lines, b.bytes) == (a.file, a.lines, a.bytes) == ("node01/big.log", 6008, len(body))
+    assert _hits(b) == _hits(a)
+    key = lambda t: (t.template_id, t.rank)  # noqa: E731
+    assert {key(t): (t.count, t.first.line, t.last.line, t.new) for t in b.templates} == {
+        key(t): (t.count, t.first.line, t.last.line, t.new) for t in a.templates}
+
+
+def test_split_cuts_on_line_starts_and_covers_the_file(tmp_path: Path) -> None:
+    from parsers.sources import read_blocks, split
+
+    text = "".join(f"line {i} " + "x" * (i % 13) + "\n" for i in range(500))
+    [src] = _job(tmp_path, {"a.log": text.encode()})
+    parts = split(src, 4)
+    assert len(parts) == 4 and parts[0].start == 0 and parts[-1].end == len(text)
+    assert all(text[p.start - 1] == "\n" for p in parts[1:])
+    assert "".join(b"".join(read_blocks(p, block_size=64)).decode() for p in parts) == text
+    assert split(src, 1) == [src]
