@@ -15,7 +15,7 @@ from pydantic import Field
 
 from knowledge.rules import Role, Stage
 from knowledge.taxonomy import Action, FailureClass
-from parsers.models import FileScan, RuleHit, Strict
+from parsers.models import FileScan, LineRef, RuleHit, Strict
 
 
 class _EventBase(Strict):
@@ -144,6 +144,11 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
     return list(latest.values())
 
 
+# Only a torchrun `[rankN]:` prefix, a per-rank file name or NCCL's own "rank N nranks" names a GLOBAL rank;
+# `[defaultN]:` is the local rank and an srun label may be the node's index, so those teach nothing here.
+_GLOBAL_RANK = re.compile(r"\[rank(\d+)\]:")
+
+
 def rank_hosts(scans: list[FileScan]) -> dict[int, str]:
     """Which node each rank ran on, learnt from lines that show both (NCCL lines under a rank prefix).
 
@@ -152,14 +157,19 @@ def rank_hosts(scans: list[FileScan]) -> dict[int, str]:
     """
     seen: dict[int, Counter[str]] = {}
     for scan in scans:
-        pairs = [(ref.rank, ref.node) for stat in scan.templates for ref in (stat.first, stat.last)]
+        pairs = [(_global_rank(ref, scan), ref.node) for stat in scan.templates for ref in (stat.first, stat.last)]
         for hit in scan.hits:  # NCCL's "comm 0x.. rank 19 nranks 32" names the global rank itself
             named = hit.captures.get("rank", "")
-            pairs.append((int(named) if named.isdigit() else hit.ref.rank, hit.ref.node))
+            pairs.append((int(named) if named.isdigit() else _global_rank(hit.ref, scan), hit.ref.node))
         for rank, node in pairs:
             if node and rank is not None:
                 seen.setdefault(rank, Counter())[node] += 1
     return {rank: nodes.most_common(1)[0][0] for rank, nodes in seen.items()}
+
+
+def _global_rank(ref: LineRef, scan: FileScan) -> int | None:
+    found = _GLOBAL_RANK.search(ref.text[:80])
+    return int(found.group(1)) if found else scan.rank
 
 
 def build_events(scans: list[FileScan]) -> list[Event]:

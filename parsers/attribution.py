@@ -220,7 +220,9 @@ def attribute_line(text: str) -> Attribution:
         m = _MSG_RANK.search(text, pos)
         if m:
             rank = int(m.group(1) or m.group(2))
-    if rank is None:
+    if rank is None and not (label is not None and local is not None):
+        # `3: [default5]:` is torchrun under srun, one task per node: 3 is the node's index, 5 a local rank,
+        # neither a global rank. A bare label (one srun task per GPU) or a bare local rank is the best there is.
         rank = label if label is not None else local
     return Attribution(node, rank) if node is not None or rank is not None else NONE
 
@@ -237,6 +239,7 @@ _RANK_NAME = re.compile(r"(?<![a-z])(local[-_]?)?rank[-_]?(\d{1,7})(?!\d)", re.I
 _NODE_WORDS = r"(?:node|host|compute|dgx|hgx|worker|server|machine|ip|cn|nid|gpu)"
 _NODE_NAME = re.compile(r"(" + _NODE_WORDS + r")(?![a-z])[a-z0-9_-]*?(\d+)", re.I)
 _POD_NAME = re.compile(r"[a-z0-9][a-z0-9-]*-(?:worker|master|launcher)-\d+", re.I)
+_RACK_NODE = re.compile(r"[a-z]{1,3}\d{1,4}[a-z]{1,3}\d{1,4}", re.I)  # rack/chassis/node names: r34n00, c12n3
 _DASHED = re.compile(r"([a-z][a-z0-9]*)(?:-[a-z0-9]+)+-\d{2,}", re.I)
 _MIXED = re.compile(r"(?:^|-)(?=[a-z0-9]*[a-z])(?=[a-z0-9]*\d)[a-z0-9]+(?:-|$)", re.I)  # `a100`
 _NOT_NODE_WORDS = _NOT_HOST_STEMS | frozenset(
@@ -272,7 +275,7 @@ def _node_from_name(name: str) -> str | None:
         if m.group(1).lower() not in ("gpu", "cn", "nid", "ip") or len(m.group(2)) >= 2 or "-" in short:
             return short
         return None
-    if _POD_NAME.fullmatch(short):
+    if _POD_NAME.fullmatch(short) or _RACK_NODE.fullmatch(short):
         return short
     m = _DASHED.fullmatch(short)
     if m and m.group(1).lower() not in _NOT_NODE_WORDS and _MIXED.search(short):

@@ -45,7 +45,9 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
 
 # -- LLM test doubles: no test may reach a real model (style item 11) ------------------------------------------
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests import `fakes.openai_server`, `fakes.chat`
+# Tests import `fakes.openai_server`, `fakes.chat`, ... from tests/support: a folder holding nothing else, so
+# no test folder (tests/agent, tests/prompts ...) can shadow the real package of the same name.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 # Variables that would send a test's traffic somewhere real: LangSmith tracing, a LangSmith gateway, or a
 # base URL the openai SDK / langchain-openai pick up on their own.
@@ -76,3 +78,52 @@ def fake_chat(monkeypatch: pytest.MonkeyPatch):
     for var in _LLM_REDIRECT_ENV:
         monkeypatch.delenv(var, raising=False)
     return lambda script: ScriptedChatModel(script=list(script))
+
+
+# -- Slack test double: the bot's WebClient talks to a local fake of the Web API ---------------------------------
+
+
+@pytest.fixture()
+def slack_api():
+    """A fake Slack Web API on 127.0.0.1: `.base_url`, `.wait(method)`, `.of(method)`, `.add_file(...)`, `.groups`."""
+    from fakes.slack_api import FakeSlackAPI
+
+    server = FakeSlackAPI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def bot_logs(tmp_path: Path) -> Path:
+    """The bot's one log root (tmp_path/logs)."""
+    root = tmp_path / "logs"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture()
+def bot_config(tmp_path: Path, bot_logs: Path, slack_api):
+    """A BotConfig aimed at the fake Slack API, with stores in tmp_path and small size limits."""
+    from fakes.slack_api import BOT_TOKEN
+    from fakes.slack_bot import SECRET
+
+    from crashcart.bot.config import BotConfig
+
+    return BotConfig(bot_token=BOT_TOKEN, signing_secret=SECRET, slack_api_url=slack_api.base_url,
+                     log_roots=[bot_logs], rule_confirmers=["UALICE"], memory_path=tmp_path / "incidents.db",
+                     rules_path=tmp_path / "rules.db", reports_dir=tmp_path / "reports", max_paste_bytes=4000,
+                     max_upload_bytes=100_000, workers=1)
+
+
+@pytest.fixture()
+def make_bot(slack_api, bot_config):
+    """`make_bot(chat_model=None, **config_overrides)` -> fakes.slack_bot.Bot around the real Bolt app."""
+    from fakes.slack_bot import Bot
+
+    from crashcart.bot.app import build_app
+
+    def make(chat_model=None, **overrides) -> Bot:
+        config = bot_config.model_copy(update=overrides)
+        return Bot(app=build_app(config, chat_model=chat_model), api=slack_api, config=config)
+
+    return make

@@ -21,6 +21,9 @@ PATHS = [
     ("kernel-node07.log", Attribution("node07", None)),
     ("logs/dmesg_gpu017.txt", Attribution("gpu017", None)),
     ("kernel.log", Attribution(None, None)),
+    ("r34n00.log", Attribution("r34n00", None)),
+    ("c12n3.out", Attribution("c12n3", None)),
+    ("sm80.log", Attribution(None, None)),
     ("logs/node-12.log", Attribution("node-12", None)),
     ("node17.out", Attribution("node17", None)),
     ("job/gpu-node-003/stdout.log", Attribution("gpu-node-003", None)),
@@ -63,6 +66,9 @@ def test_attribution_from_path(path: str, expected: Attribution) -> None:
 
 
 LINES = [
+    # torchrun under srun (one task per node): the label is the node's index, not a rank
+    ("3: [default5]:NET/IB : Got completion from peer 10.64.0.4<41455> with status=12", None, None),
+    ("3: [default5]:[rank29]: torch.OutOfMemoryError: CUDA out of memory.", None, 29),
     # torchrun prefixes; the stacked local `[defaultN]` gives way to the global `[rankN]`
     ("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered", None, 3),
     ("[rank4]: OSError: [Errno 28] No space left on device", None, 4),
