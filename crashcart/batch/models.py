@@ -1,0 +1,44 @@
+"""Records of batch triage: a failed job to triage, and its outcome."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from agent.models import Diagnosis
+from parsers.models import Strict
+
+
+class BatchJob(Strict):
+    """One failed job: where its logs are, and what it cost (GPUs x elapsed time)."""
+
+    job_id: str  # Slurm job id, or the job folder's path relative to the tree root
+    name: str = ""
+    state: str = ""  # Slurm state (FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, CANCELLED) or "" for a tree
+    nodes: list[str] = Field(default_factory=list)
+    gpus: int = 0  # GPUs allocated (all nodes together); 0 when unknown
+    elapsed_s: float = 0.0
+    start: datetime | None = None
+    end: datetime | None = None
+    exit_code: str = ""
+    log_paths: list[Path] = Field(default_factory=list)
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpus * self.elapsed_s / 3600
+
+
+class BatchResult(Strict):
+    """The triage of one job in a batch, or why it could not be triaged."""
+
+    job: BatchJob
+    status: Literal["ok", "error", "no_logs"]
+    diagnosis: Diagnosis | None = None
+    error: str | None = None
+    logs_key: str = ""  # identity of the logs (paths, sizes, mtimes): a rerun skips a job whose key is unchanged
+    bytes: int = 0
+    seconds: float = 0.0
+    triaged_at: datetime | None = None

@@ -1,0 +1,135 @@
+"""Where a batch keeps each job's result as it completes, so a killed or repeated batch resumes.
+
+One SQLite file (WAL, busy timeout, a schema version), keyed by job id. Only the process that runs the batch
+writes (workers send their results back), but a second batch or a reader may open the same file at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from crashcart.batch.models import BatchResult
+from crashcart.errors import InputError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0
+RESULTS_ENV = "CRASHCART_BATCH_RESULTS"
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+    """CREATE TABLE IF NOT EXISTS results (
+        job_id TEXT PRIMARY KEY,
+        logs_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        body TEXT NOT NULL  -- the BatchResult as JSON
+    )""",
+]
+
+
+def default_results_path() -> Path:
+    """$CRASHCART_BATCH_RESULTS, else $XDG_DATA_HOME/crashcart/batch.db (~/.local/share/crashcart/batch.db)."""
+    if os.environ.get(RESULTS_ENV):
+        return Path(os.environ[RESULTS_ENV])
+    from crashcart.stores import data_dir  # lazy: crashcart.stores loads the incident store (faiss)
+
+    return data_dir() / "batch.db"
+
+
+class ResultStore:
+    """Batch results by job id; `put` replaces a job's earlier result. Use as a context manager to close it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn = self._connect()
+        try:
+            self._init_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # a killed batch never loses a committed result
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise InputError(f"{self.path}: cannot open as a batch result store ({exc}); check the path and its "
+                             "permissions, or give another with --results PATH") from exc
+        return conn
+
+    def _init_schema(self) -> None:
+        try:
+            with self._write() as db:
+                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                    meta = dict(db.execute("SELECT key, value FROM meta"))
+                    version = int(meta.get("schema_version", "0"))
+                    if version > SCHEMA_VERSION:
+                        raise InputError(f"{self.path}: batch results schema v{version} was written by a newer "
+                                         f"crashcart (this one reads v{SCHEMA_VERSION}); upgrade, or give another "
+                                         "--results PATH")
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
+                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                           (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{self.path}: not a batch result store ({exc}); give another --results PATH") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple = ()) -> list[BatchResult]:
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [r for r in (_parse(body) for (body,) in rows) if r is not None]
+
+    def get(self, job_id: str) -> BatchResult | None:
+        found = self._read("SELECT body FROM results WHERE job_id = ?", (job_id,))
+        return found[0] if found else None
+
+    def put(self, result: BatchResult) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO results (job_id, logs_key, status, body) VALUES (?, ?, ?, ?)",
+                       (result.job.job_id, result.logs_key, result.status, result.model_dump_json()))
+
+    def all(self) -> list[BatchResult]:
+        return self._read("SELECT body FROM results ORDER BY job_id")
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _parse(body: str) -> BatchResult | None:
+    """A stored result, or None when an older crashcart wrote it in a shape this one no longer reads: the job
+    is then triaged again, which is what a missing result means."""
+    try:
+        return BatchResult.model_validate_json(body)
+    except ValidationError:
+        return None

@@ -1,0 +1,145 @@
+"""`crashcart batch`: triage every failed job of a tree or of Slurm, and summarise by cost (thin: parse, call,
+render). The library is crashcart.batch: tree/slurm find the jobs, runner triages them, summary weighs them."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from crashcart.errors import InputError
+
+if TYPE_CHECKING:
+    from crashcart.batch.models import BatchJob
+
+
+class BatchFormat(str, Enum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+    md = "md"
+
+
+def batch(
+    root: Annotated[Path | None, typer.Argument(
+        metavar="ROOT", help="a tree of job folders: each holds its logs (or a logs/ folder) and optionally "
+        "job.json with gpus, elapsed_s, state")] = None,
+    slurm: Annotated[bool, typer.Option("--slurm", help="ask Slurm (sacct) for failed jobs instead of a tree")] = False,
+    since: Annotated[str | None, typer.Option(help="with --slurm: jobs that ended after this (sacct time)")] = None,
+    until: Annotated[str | None, typer.Option(help="with --slurm: jobs that ended before this (sacct time)")] = None,
+    states: Annotated[str | None, typer.Option(help="with --slurm: comma-separated Slurm states "
+                                               "(default: the failed ones)")] = None,
+    workers: Annotated[int | None, typer.Option(help="jobs triaged at once, one process each (default: CPUs)")] = None,
+    results: Annotated[Path | None, typer.Option("--results", help="result store: a rerun skips jobs whose logs are "
+                                                 "unchanged (default: $CRASHCART_BATCH_RESULTS or "
+                                                 "~/.local/share/crashcart/batch.db)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="triage every job again, changed or not")] = False,
+    fmt: Annotated[BatchFormat, typer.Option("--format", "-f", help="text (tables), json (summary and every "
+                                             "result), csv (one row per job), md (Markdown)")] = BatchFormat.text,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the output here instead of stdout")] = None,
+    memory: Annotated[Path | None, typer.Option(help="incident store to consult (default: $CRASHCART_MEMORY or "
+                                                "~/.local/share/crashcart/incidents.db when it exists)")] = None,
+    no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,
+    rules: Annotated[Path | None, typer.Option("--rules", help="rule store whose confirmed rules join the filter "
+                                               "(default: $CRASHCART_RULES when it exists)")] = None,
+) -> None:
+    """Triage every failed job under ROOT (or from Slurm) in parallel; summarise by class, GPU-hours and node.
+
+    Results are stored as each job completes: a rerun triages only the jobs whose logs changed.
+
+    A job that cannot be triaged is reported and the batch goes on.
+    """
+    from crashcart.batch.render import headline, to_csv, to_json, to_markdown, to_table
+    from crashcart.batch.results import ResultStore, default_results_path
+    from crashcart.batch.runner import run_batch
+    from crashcart.batch.summary import summarise
+
+    jobs = _jobs(root, slurm, since, until, states)
+    memory_path, rules_path = _store_paths(memory, no_memory, rules)
+    began, started = datetime.now(timezone.utc), time.perf_counter()
+    with ResultStore(results or default_results_path()) as store, _progress_bar() as progress:
+        found = run_batch(jobs, results=store, workers=workers, memory_path=memory_path, rules_path=rules_path,
+                          progress=progress, force=force)
+    summary = summarise(found, since=began, wall_s=time.perf_counter() - started)
+    if fmt is BatchFormat.text:
+        _emit_table(to_table(summary), out)
+    else:
+        text = {BatchFormat.json: lambda: to_json(summary, found) + "\n", BatchFormat.csv: lambda: to_csv(found),
+                BatchFormat.md: lambda: to_markdown(summary)}[fmt]()
+        _emit(text, out)
+    if fmt is not BatchFormat.text or out is not None:
+        print(headline(summary.totals), file=sys.stderr)
+
+
+def _jobs(root: Path | None, slurm: bool, since: str | None, until: str | None, states: str | None) -> list[BatchJob]:
+    if slurm == (root is not None):
+        raise InputError("give a ROOT folder of job folders, or --slurm to ask Slurm for failed jobs (not both)")
+    if root is None:
+        from crashcart.batch.slurm import slurm_jobs  # lazy: only --slurm needs sacct
+
+        wanted = [s.strip() for s in states.split(",") if s.strip()] if states else []
+        return slurm_jobs(since=since, until=until, **({"states": wanted} if wanted else {}))
+    if since or until or states:
+        raise InputError("--since, --until and --states go with --slurm; a tree takes every job under ROOT")
+    from crashcart.batch.tree import discover_jobs
+
+    return discover_jobs(root)
+
+
+def _store_paths(memory: Path | None, no_memory: bool, rules: Path | None) -> tuple[Path | None, Path | None]:
+    """The stores each worker opens: the ones named, else the defaults that exist, else none."""
+    from crashcart.stores import default_memory_path, default_rules_path
+
+    for given, flag in ((memory, "--memory"), (rules, "--rules")):
+        if given is not None and not given.is_file():
+            raise InputError(f"no store at {given}: fix {flag} (create one with `crashcart cases add` or "
+                             "`crashcart rules propose`)")
+    memory_path = memory or (default_memory_path() if default_memory_path().is_file() else None)
+    rules_path = rules or (default_rules_path() if default_rules_path().is_file() else None)
+    return None if no_memory else memory_path, rules_path
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Callable[[int, int], None]]:
+    """A rich progress bar on stderr (stdout stays clean for json/csv); silent when stderr is not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("triaging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console, disable=not console.is_terminal, transient=True)
+    task = bar.add_task("triage", total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    with bar:
+        yield update
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise InputError(f"cannot write {out}: {exc.strerror or exc}; fix --out") from exc
+
+
+def _emit_table(table, out: Path | None) -> None:
+    if out is None:
+        Console().print(table)
+        return
+    try:
+        with out.open("w") as fh:
+            Console(file=fh, width=160).print(table)
+    except OSError as exc:
+        raise InputError(f"cannot write {out}: {exc.strerror or exc}; fix --out") from exc

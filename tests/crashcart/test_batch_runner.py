@@ -1,0 +1,168 @@
+"""crashcart/batch/runner.py and results.py: parallel triage that survives bad jobs and resumes where it stopped."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from crashcart.batch.models import BatchJob, BatchResult
+from crashcart.batch.results import ResultStore, default_results_path
+from crashcart.batch.runner import logs_key, run_batch, stat_logs, triage_jobs
+from crashcart.batch.tree import discover_jobs
+from crashcart.errors import InputError
+from evals.generator import JobSpec, generate_job
+
+START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
+EXPECTED = {"hw": "gpu_hardware", "ib": "network", "oom": "gpu_oom"}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three small generated jobs, one with a truncated gzip, one with a binary file, one with an empty logs/."""
+    root = tmp_path_factory.mktemp("tree")
+    for seed, (name, scenario) in enumerate((("hw", "xid79"), ("ib", "ib_link"), ("oom", "gpu_oom"))):
+        generate_job(root / name, JobSpec(nodes=2, total_mb=0.3, scenario=scenario, fault_node=1, seed=seed,
+                                          start=START))
+    text = gzip.compress(b"2025-03-01 10:00:00 INFO step 1 loss 2.0\n" * 5000)
+    (root / "badgz" / "logs").mkdir(parents=True)
+    (root / "badgz" / "logs" / "node00.log.gz").write_bytes(text[: len(text) // 2])
+    (root / "binary" / "logs").mkdir(parents=True)
+    (root / "binary" / "logs" / "core.dump").write_bytes(bytes(range(256)) * 64)
+    (root / "empty" / "logs").mkdir(parents=True)
+    return root
+
+
+def _by_id(results: list[BatchResult]) -> dict[str, BatchResult]:
+    return {r.job.job_id: r for r in results}
+
+
+def _run(jobs: list[BatchJob], store: ResultStore, **kw) -> tuple[list[BatchResult], list[tuple[int, int]]]:
+    calls: list[tuple[int, int]] = []
+    results = run_batch(jobs, results=store, workers=2, progress=lambda done, total: calls.append((done, total)), **kw)
+    return results, calls
+
+
+def test_batch_triages_survives_bad_jobs_and_resumes(tree: Path, tmp_path: Path) -> None:
+    jobs = discover_jobs(tree)
+    with ResultStore(tmp_path / "batch.db") as store:
+        first, calls = _run(jobs, store)
+        got = _by_id(first)
+        assert [r.job.job_id for r in first] == [j.job_id for j in jobs]
+        for name, cls in EXPECTED.items():
+            d = got[name].diagnosis
+            assert got[name].status == "ok" and d is not None
+            assert (d.failure_class.value, d.faulty_nodes) == (cls, ["node01"])
+            assert got[name].bytes > 250_000 and got[name].seconds > 0 and got[name].triaged_at is not None
+        assert got["badgz"].status == "error" and "corrupt or truncated gzip" in (got["badgz"].error or "")
+        assert got["binary"].status == "error" and "is a binary file" in (got["binary"].error or "")
+        assert got["empty"].status == "no_logs" and got["empty"].diagnosis is None
+        assert calls[0] == (0, 5) and calls[-1] == (5, 5)  # the empty job needs no worker
+        assert len(store) == 6
+
+        again, calls = _run(jobs, store)
+        assert again == first and calls == [(0, 0)]  # nothing changed: nothing triaged
+
+        log = tree / "ib" / "logs" / "node00.log"
+        stat = log.stat()
+        os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+        third, calls = _run(jobs, store)
+        assert calls[-1] == (1, 1)
+        changed = [r.job.job_id for r, old in zip(third, first, strict=True) if r.triaged_at != old.triaged_at]
+        assert changed == ["ib"] and _by_id(third)["ib"].status == "ok"
+
+        forced, calls = _run(jobs, store, force=True)
+        assert calls[-1] == (5, 5)
+        assert {r.job.job_id: r.status for r in forced} == {r.job.job_id: r.status for r in first}
+
+
+def test_a_reused_result_carries_the_jobs_current_metadata(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("2025-03-01 10:00:00 INFO step 1 loss 2.0\n")
+    job = BatchJob(job_id="j", log_paths=[log], gpus=8)
+    with ResultStore(tmp_path / "b.db") as store:
+        run_batch([job], results=store, workers=1)
+        [again] = run_batch([job.model_copy(update={"gpus": 64})], results=store, workers=1)
+        assert again.job.gpus == 64 and store.get("j").job.gpus == 64  # type: ignore[union-attr]
+
+
+def test_missing_logs_and_repeated_ids(tmp_path: Path) -> None:
+    gone = BatchJob(job_id="gone", log_paths=[tmp_path / "slurm-9.out"])
+    other = BatchJob(job_id="other")
+    with ResultStore(tmp_path / "b.db") as store:
+        results = run_batch([gone, other, gone.model_copy(update={"name": "dup"})], results=store, workers=1)
+    assert [(r.job.job_id, r.job.name) for r in results] == [("gone", ""), ("other", "")]  # the first of an id wins
+    assert results[1].status == "no_logs" and "lists no log files" in (results[1].error or "")
+    assert results[0].status == "no_logs" and "missing: " in (results[0].error or "")
+    assert "slurm-9.out" in (results[0].error or "")
+
+
+def test_logs_key_follows_paths_sizes_and_mtimes(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text("x\n")
+    b.write_text("y\n")
+    key = logs_key(stat_logs([a, b]))
+    assert key == logs_key(stat_logs([b, a])) == logs_key(stat_logs([tmp_path]))  # order and folders do not matter
+    a.write_text("xx\n")
+    assert logs_key(stat_logs([a, b])) != key
+    assert stat_logs([tmp_path / "nope"])[0][1:] == (-1, -1)
+
+
+# -- a worker that dies: only its job is marked -----------------------------------------------------------
+
+
+def _dies_on_boom(job: BatchJob, key: str) -> BatchResult:
+    if job.job_id == "boom":
+        os._exit(9)  # what the kernel's OOM killer does to a worker, as far as the pool can tell
+    return BatchResult(job=job, status="ok", logs_key=key)
+
+
+def test_a_job_that_kills_its_worker_is_isolated_and_the_rest_complete() -> None:
+    todo = [(BatchJob(job_id=i), "k") for i in ("a", "b", "boom", "c", "d", "e")]
+    seen: list[tuple[int, int]] = []
+    results = list(triage_jobs(todo, workers=2, fn=_dies_on_boom, context="fork",
+                               progress=lambda d, t: seen.append((d, t))))
+    status = {r.job.job_id: r.status for r in results}
+    assert status == {"a": "ok", "b": "ok", "boom": "error", "c": "ok", "d": "ok", "e": "ok"}
+    assert "worker process died" in (next(r for r in results if r.job.job_id == "boom").error or "")
+    assert seen[-1] == (6, 6)
+
+
+# -- the result store ---------------------------------------------------------------------------------------
+
+
+def test_store_round_trips_replaces_and_persists(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "batch.db"
+    r = BatchResult(job=BatchJob(job_id="x", gpus=8), status="no_logs", logs_key="k1")
+    with ResultStore(path) as store:
+        assert store.get("x") is None and store.all() == []
+        store.put(r)
+        store.put(r.model_copy(update={"logs_key": "k2"}))
+    with ResultStore(path) as store:
+        assert [s.logs_key for s in store.all()] == ["k2"] and store.get("x").job.gpus == 8  # type: ignore[union-attr]
+        assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_store_errors_name_the_fix(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_text("this is not sqlite " * 100)
+    with pytest.raises(InputError, match=r"junk.db: cannot open as a batch .*not a database.*--results PATH"):
+        ResultStore(junk)
+    newer = tmp_path / "newer.db"
+    ResultStore(newer).close()
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(InputError, match="schema v99 was written by a newer crashcart"):
+        ResultStore(newer)
+
+
+def test_default_results_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CRASHCART_BATCH_RESULTS", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_results_path() == tmp_path / "crashcart" / "batch.db"
+    monkeypatch.setenv("CRASHCART_BATCH_RESULTS", str(tmp_path / "x.db"))
+    assert default_results_path() == tmp_path / "x.db"
