@@ -14,6 +14,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crashcart.cli_batch import batch
+from crashcart.cli_bot import bot
 from crashcart.cli_cases import cases_app
 from crashcart.cli_rules import rules_app
 from crashcart.errors import CrashcartError
@@ -28,6 +30,8 @@ app = typer.Typer(
 
 app.add_typer(cases_app, name="cases")
 app.add_typer(rules_app, name="rules")
+app.command("batch")(batch)
+app.command("bot")(bot)
 
 
 class Format(str, Enum):

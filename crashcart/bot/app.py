@@ -1,0 +1,234 @@
+"""The Bolt app: a mention, a DM or /crashcart → the diagnosis in the thread; buttons → the stores.
+
+Handlers stay thin (parse the ask → call the library → post). Each acknowledges at once (an :eyes: reaction or
+the slash command's ack); triage then runs on Bolt's listener threads. Any error becomes one line in the thread
+and the app keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from crashcart.api import triage
+from crashcart.bot.actions import ReportCache, SavedReport, confirm_diagnosis, decide_rule, propose_rule
+from crashcart.bot.blocks import (
+    CONFIRM,
+    CORRECT,
+    DIAGNOSIS_BLOCK,
+    RULE_BLOCK,
+    RULE_CONFIRM,
+    RULE_REJECT,
+    escape,
+    one_line,
+    proposal_blocks,
+    report_blocks,
+    summary_text,
+    with_note,
+)
+from crashcart.bot.config import BotConfig
+from crashcart.bot.requests import HELP, TriageRequest, describe_ask, gather, parse_ask
+from crashcart.errors import CrashcartError, InputError
+from crashcart.llm import LLMOptions
+from crashcart.stores import default_memory_path, open_memory, open_rule_store
+from knowledge.incident_store import IncidentStore
+from knowledge.incidents import Incident
+from knowledge.rule_store import RuleStore
+from knowledge.taxonomy import FailureClass
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from agent.llm_provider import LLMSettings
+
+log = logging.getLogger("crashcart.bot")
+_USER_ID = re.compile(r"^[A-Z0-9]+$")
+
+
+@dataclass
+class Services:
+    """What the handlers share: settings, the Slack client, the stores and the model (if any)."""
+
+    config: BotConfig
+    client: WebClient
+    memory: IncidentStore
+    rule_store: RuleStore
+    cache: ReportCache
+    llm: LLMSettings | None = None  # when config.llm names a model
+    chat_model: BaseChatModel | None = None
+
+    def post(self, channel: str, thread_ts: str, text: str, blocks: list[dict] | None = None) -> None:
+        """Reply in the thread; a failing post is logged, never raised into Bolt."""
+        try:
+            self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, blocks=blocks)
+        except SlackApiError as exc:
+            log.error("chat.postMessage to %s failed: %s", channel, exc.response.get("error"))
+
+    def answer(self, channel: str, thread_ts: str, ask: TriageRequest | None) -> None:
+        """Triage what was asked and post the diagnosis (or one line saying why not) in the thread."""
+        if ask is None:
+            self.post(channel, thread_ts, f":information_source: {HELP}")
+            return
+        with replying(lambda line: self.post(channel, thread_ts, line)):
+            with tempfile.TemporaryDirectory(prefix="crashcart-bot-") as tmp:
+                logs = gather(ask, self.config, self.client, Path(tmp))
+                report = triage(logs.paths, memory=self.memory, rule_store=self.rule_store, llm=self.llm,
+                                chat_model=self.chat_model, llm_options=LLMOptions(), workers=self.config.workers)
+            report_id = self.cache.save(report, logs.job)
+            self.post(channel, thread_ts, summary_text(report), report_blocks(report, report_id))
+
+    def offer_rule(self, saved: SavedReport, incident: Incident, channel: str, thread_ts: str) -> None:
+        """Post the rule a confirmed class the rules missed suggests, with its buttons."""
+        proposal = propose_rule(saved, incident, self.rule_store)
+        if proposal is not None:
+            self.post(channel, thread_ts, f"proposed rule {proposal.id}", proposal_blocks(proposal))
+
+
+@contextmanager
+def replying(post: Callable[[str], None]) -> Iterator[None]:
+    """Turn any error inside into one line posted with `post`: the app keeps running."""
+    try:
+        yield
+    except CrashcartError as exc:
+        post(one_line(str(exc)))
+    except Exception as exc:  # a bug: one line in Slack, the traceback in the bot's log
+        log.exception("crashcart bot handler failed")
+        post(one_line(f"internal error: {type(exc).__name__}: {exc} (the bot's log has the traceback)", ":boom:"))
+
+
+def _file_ids(event: dict) -> list[str]:
+    return [f["id"] for f in event.get("files") or [] if isinstance(f, dict) and f.get("id")]
+
+
+def _user(body: dict) -> str:
+    user = str((body.get("user") or {}).get("id") or "")
+    if not _USER_ID.match(user):
+        raise InputError("the request names no Slack user")
+    return user
+
+
+def _where(body: dict) -> tuple[str, str, str, list[dict]]:
+    """(channel, message ts, thread ts, blocks) of the message a button sits on."""
+    container, message = body.get("container") or {}, body.get("message") or {}
+    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
+    ts = container.get("message_ts") or message.get("ts", "")
+    return channel, ts, message.get("thread_ts") or ts, message.get("blocks") or []
+
+
+def open_services(config: BotConfig, client: WebClient, chat_model: BaseChatModel | None = None) -> Services:
+    """The stores the config names (created when missing) and the model settings."""
+    settings = None
+    if config.llm:
+        from agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
+
+        settings = Settings.from_env(model=config.llm, base_url=config.llm_base_url)
+    memory = open_memory(config.memory_path, create=True)
+    rule_store = open_rule_store(config.rules_path, create=True)
+    reports = config.reports_dir or (config.memory_path or default_memory_path()).parent / "bot-reports"
+    return Services(config=config, client=client, memory=memory, rule_store=rule_store, cache=ReportCache(reports),
+                    llm=settings, chat_model=chat_model)
+
+
+def build_app(config: BotConfig, client: WebClient | None = None, *, chat_model: BaseChatModel | None = None) -> App:
+    """The Bolt app with crashcart's handlers; `client` defaults to one for config.slack_api_url."""
+    client = client or WebClient(token=config.secret("bot_token"), base_url=config.slack_api_url)
+    app = App(client=client, signing_secret=config.secret("signing_secret") or "", name="crashcart")
+    services = open_services(config, client, chat_model)
+    register(app, services)
+    return app
+
+
+def register(app: App, s: Services) -> None:
+    """Attach the handlers: asks (mention, DM, /crashcart) and the four buttons."""
+
+    @app.event("app_mention")
+    def on_mention(event: dict, client: WebClient) -> None:
+        _acknowledge(client, event)
+        s.answer(event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""),
+                                                                                  _file_ids(event)))
+
+    @app.event("message")
+    def on_message(event: dict, client: WebClient) -> None:
+        if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
+            return  # only people's DMs to the bot; channel asks come as mentions
+        _acknowledge(client, event)
+        s.answer(event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""),
+                                                                                  _file_ids(event)))
+
+    @app.command("/crashcart")
+    def on_command(ack: Callable, command: dict, client: WebClient, respond: Callable) -> None:
+        ask = parse_ask(command.get("text", ""))
+        if ask is None:
+            ack(HELP)
+            return
+        ack(f"crashcart is on it: {escape(describe_ask(ask))}")
+        asked = f"<@{command['user_id']}>" if _USER_ID.match(command.get("user_id", "")) else "someone"
+        try:  # a slash command has no message to thread under: start one
+            parent = client.chat_postMessage(channel=command["channel_id"],
+                                             text=f"{asked} asked crashcart about {escape(describe_ask(ask))}")
+        except SlackApiError as exc:
+            respond(one_line(f"cannot post in this channel ({exc.response.get('error')}): invite the bot or "
+                             "mention it instead"))
+            return
+        s.answer(command["channel_id"], parent["ts"], ask)
+
+    @app.action(CONFIRM)
+    def on_confirm(ack: Callable, body: dict, action: dict, client: WebClient) -> None:
+        ack()
+        _decide_diagnosis(s, body, client, action.get("value", ""), None)
+
+    @app.action(CORRECT)
+    def on_correct(ack: Callable, body: dict, action: dict, client: WebClient) -> None:
+        ack()
+        report_id, _, picked = (action.get("selected_option") or {}).get("value", "").partition("|")
+        _decide_diagnosis(s, body, client, report_id, picked)
+
+    @app.action(RULE_CONFIRM)
+    def on_rule_confirm(ack: Callable, body: dict, action: dict, client: WebClient) -> None:
+        ack()
+        _decide_rule(s, body, client, action.get("value", ""), confirm=True)
+
+    @app.action(RULE_REJECT)
+    def on_rule_reject(ack: Callable, body: dict, action: dict, client: WebClient) -> None:
+        ack()
+        _decide_rule(s, body, client, action.get("value", ""), confirm=False)
+
+
+def _acknowledge(client: WebClient, event: dict) -> None:
+    """An :eyes: reaction on the ask, at once: triage may take a while."""
+    try:
+        client.reactions_add(channel=event["channel"], timestamp=event["ts"], name="eyes")
+    except SlackApiError as exc:
+        log.warning("reactions.add failed: %s", exc.response.get("error"))
+
+
+def _decide_diagnosis(s: Services, body: dict, client: WebClient, report_id: str, picked: str | None) -> None:
+    channel, ts, thread_ts, blocks = _where(body)
+    with replying(lambda line: s.post(channel, thread_ts, line)):
+        user = _user(body)
+        try:
+            failure_class = FailureClass(picked) if picked is not None else None
+        except ValueError as exc:
+            raise InputError(f"{picked!r} is not a failure class: pick one from the menu") from exc
+        saved, incident = confirm_diagnosis(s.cache, s.memory, report_id, user, failure_class)
+        verb = "confirmed" if failure_class is None else f"corrected to `{incident.failure_class.value}`"
+        note = f":white_check_mark: {verb} by <@{user}>: stored as incident `{incident.id}`"
+        client.chat_update(channel=channel, ts=ts, text=note, blocks=with_note(blocks, DIAGNOSIS_BLOCK, note))
+        s.offer_rule(saved, incident, channel, thread_ts)
+
+
+def _decide_rule(s: Services, body: dict, client: WebClient, proposal_id: str, confirm: bool) -> None:
+    channel, ts, thread_ts, blocks = _where(body)
+    with replying(lambda line: s.post(channel, thread_ts, line)):
+        note = decide_rule(s.rule_store, s.config, client, proposal_id, _user(body), confirm)
+        client.chat_update(channel=channel, ts=ts, text=note, blocks=with_note(blocks, RULE_BLOCK + proposal_id, note))

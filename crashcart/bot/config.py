@@ -1,0 +1,85 @@
+"""The bot's settings: Slack tokens (from the environment unless the file sets them), what it may read, its stores.
+
+Tokens are secrets: they are held as SecretStr so they never show up in a repr, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from crashcart.errors import CrashcartError
+from knowledge.loading import describe
+
+Mode = Literal["socket", "http"]
+
+TOKEN_ENV = {"bot_token": "SLACK_BOT_TOKEN", "app_token": "SLACK_APP_TOKEN", "signing_secret": "SLACK_SIGNING_SECRET"}
+NEEDED = {"socket": ("bot_token", "app_token"), "http": ("bot_token", "signing_secret")}
+
+
+class BotConfig(BaseModel):
+    """Everything `crashcart bot` needs; every field can be set in bot.yaml under the same name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bot_token: SecretStr | None = None  # xoxb-...; $SLACK_BOT_TOKEN
+    app_token: SecretStr | None = None  # xapp-..., Socket Mode only; $SLACK_APP_TOKEN
+    signing_secret: SecretStr | None = None  # HTTP mode only; $SLACK_SIGNING_SECRET
+    slack_api_url: str = "https://slack.com/api/"  # uploads are downloaded only from this host (or its subdomains)
+    log_roots: list[Path] = Field(default_factory=list)  # paths and Slurm jobs are read only under these
+    rule_confirmers: list[str] = Field(default_factory=list)  # Slack user ids that may confirm or reject rules
+    rule_confirmer_group: str | None = None  # a user group id (S...) whose members may too
+    max_upload_bytes: int = Field(20_000_000, gt=0)
+    max_paste_bytes: int = Field(200_000, gt=0)
+    memory_path: Path | None = None  # default: $CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db
+    rules_path: Path | None = None  # default: $CRASHCART_RULES or ~/.local/share/crashcart/rules.db
+    reports_dir: Path | None = None  # reports waiting for a button; default: beside the incident store
+    llm: str | None = None  # provider:model, as `crashcart triage --llm`; off when unset
+    llm_base_url: str | None = None
+    # Triage processes per ask. 1 by default: the scan's process pool would fork from the bot's listener threads.
+    workers: int = Field(1, ge=1)
+
+    def secret(self, name: str) -> str | None:
+        value = getattr(self, name)
+        return value.get_secret_value() if value is not None else None
+
+    def require(self, mode: Mode) -> None:
+        """Refuse to start without the tokens `mode` needs, naming the variable or key to set."""
+        missing = [name for name in NEEDED[mode] if not self.secret(name)]
+        if missing:
+            hints = ", ".join(f"{TOKEN_ENV[m]} (or `{m}:` in bot.yaml)" for m in missing)
+            raise CrashcartError(f"the bot in {mode} mode needs {hints}")
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> BotConfig:
+    """Settings from the YAML file at `path` (if any); tokens it leaves out come from the environment."""
+    env = os.environ if env is None else env
+    data = _read_yaml(Path(path)) if path is not None else {}
+    for key, var in TOKEN_ENV.items():
+        if not data.get(key) and env.get(var, "").strip():
+            data[key] = env[var].strip()
+    try:
+        return BotConfig.model_validate(data)
+    except ValidationError as exc:
+        where = path or "the environment"
+        raise CrashcartError(f"{where}: invalid bot setting {describe(exc)}; fix it (the fields are listed in "
+                             "crashcart/bot/config.py)") from exc
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CrashcartError(f"cannot read bot config {path}: {exc.strerror or exc}; check --config") from exc
+    except yaml.YAMLError as exc:
+        raise CrashcartError(f"{path} is not valid YAML ({str(exc).splitlines()[0]}); fix the file") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise CrashcartError(f"{path} must be a YAML mapping of bot settings (log_roots:, rule_confirmers: ...)")
+    return data

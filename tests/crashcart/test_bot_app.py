@@ -1,0 +1,246 @@
+"""The bot end to end: signed Slack requests into the real Bolt app, its Web API calls into a local fake Slack."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+from fakes.slack_api import BOT_TOKEN, event_body, signed
+from fakes.slack_bot import CHANNEL, SECRET, texts
+from slack_bolt import BoltRequest
+
+import crashcart.bot.app as bot_app
+from crashcart.bot.blocks import CONFIRM, CORRECT, RULE_CONFIRM, RULE_REJECT
+from crashcart.stores import open_memory, open_rule_store
+
+QUORUM = """2026-03-01 10:00:01 INFO step 100 loss 2.11
+2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group 7 expired
+2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100 after quorum loss on host gpu-a17
+"""
+OOM = """2026-03-01 10:00:01 INFO step 10 loss 2.1
+[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. <!channel> <@U123ABC> @here look
+"""
+
+
+def _answer() -> str:
+    """The scripted model's answer: node_failure, citing paste.log:3, and a proposed rule."""
+    answer = {
+        "failure_class": "node_failure", "action": "drain_node_and_retry",
+        "evidence": [{"file": "paste.log", "line": 3}], "faulty_nodes": [], "stage": "training",
+        "rationale": "The scheduler lost quorum with a host and gave up the step. The host is gone.",
+        "mitigation": ["Drain the host named in the quorum-loss line and restart from the last checkpoint."],
+        "proposed_rule": {"regex": r"zeta-scheduler: giving up on step \d+ after quorum loss on host",
+                          "failure_class": "node_failure",
+                          "why": "zeta-scheduler gives up when a host leaves the quorum"},
+    }
+    return "```json\n" + json.dumps(answer) + "\n```"
+
+
+def _one_line(post) -> str:
+    text = post.params["text"]
+    assert "\n" not in text and not post.params.get("blocks"), text
+    return text
+
+
+def test_session_ask_reply_confirm_and_rule_decisions(make_bot, fake_chat, bot_config) -> None:
+    """ask → thread reply with diagnosis → confirm → incident in memory → rule refused for one user, confirmed
+    by an allowed one."""
+    bot = make_bot(chat_model=fake_chat([_answer()]))
+    ask_ts = bot.mention("what killed this job?\n```" + QUORUM + "```")
+
+    (eyes,) = bot.api.wait("reactions.add")
+    assert (eyes.params["name"], eyes.params["timestamp"]) == ("eyes", ask_ts)
+    reply = bot.next_post()
+    assert reply.params["channel"] == CHANNEL and reply.params["thread_ts"] == ask_ts
+    shown = texts(reply.params["blocks"])
+    assert "crashcart: node_failure → drain_node_and_retry" in shown
+    assert "`paste.log:3`\n```2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100" in shown
+    assert "1. Drain the host named in the quorum-loss line" in shown
+    assert "*Proposed rule*" in shown and "(decided by llm)" in shown
+
+    assert bot.click(reply, CONFIRM, user="UBOB").status == 200
+    (update,) = bot.api.wait("chat.update")
+    memory = open_memory(bot_config.memory_path)
+    (incident,) = memory.list()
+    assert (incident.failure_class.value, incident.provenance.confirmed_by) == ("node_failure", "slack:UBOB")
+    assert incident.evidence[0].text.endswith("after quorum loss on host gpu-a17")
+    assert update.params["ts"] == reply.ts and f"stored as incident `{incident.id}`" in update.params["text"]
+    assert CONFIRM not in json.dumps(update.params["blocks"])  # the buttons are gone
+    assert RULE_CONFIRM in json.dumps(update.params["blocks"])  # the rule's are not
+
+    rules = open_rule_store(bot_config.rules_path)
+    (proposal,) = rules.list()
+    assert bot.click(reply, RULE_CONFIRM, user="UBOB").status == 200
+    refusal = bot.next_post()
+    assert _one_line(refusal).startswith(":warning: user UBOB may not confirm or reject rules")
+    assert refusal.params["thread_ts"] == ask_ts and rules.get(proposal.id).status == "pending"
+
+    assert bot.click(reply, RULE_CONFIRM, user="UALICE").status == 200
+    done = bot.api.wait("chat.update", 2)[-1]
+    assert rules.get(proposal.id).status == "confirmed" and rules.get(proposal.id).decided_by == "slack:UALICE"
+    assert f"rule `user.{proposal.id}` confirmed by <@UALICE>" in done.params["text"]
+    assert [r.id for r in rules.confirmed_rules()] == [f"user.{proposal.id}"]
+
+    assert bot.click(reply, CONFIRM, user="UCAROL").status == 200  # a stale button: refused, nothing stored
+    assert "already confirmed by slack:UBOB" in _one_line(bot.next_post())
+    assert memory.count() == 1
+
+
+def test_correction_stores_the_picked_class_and_offers_a_rule(make_bot, bot_logs: Path, bot_config) -> None:
+    (bot_logs / "job7").mkdir()
+    (bot_logs / "job7" / "rank3.log").write_text(OOM)
+    bot = make_bot()
+    bot.mention("job7/")
+    reply = bot.next_post()
+    assert "crashcart: gpu_oom → fix_job" in texts(reply.params["blocks"])
+
+    bot.click(reply, CORRECT, user="UBOB", option="|code_bug")
+    (update,) = bot.api.wait("chat.update")
+    (incident,) = open_memory(bot_config.memory_path).list()
+    assert (incident.failure_class.value, incident.action.value) == ("code_bug", "fix_job")
+    assert incident.provenance.job == str((bot_logs / "job7").resolve())
+    assert "corrected to `code_bug` by <@UBOB>" in update.params["text"]
+    offer = bot.next_post()  # the rules missed code_bug: a rule derived from the evidence line waits for review
+    (proposal,) = open_rule_store(bot_config.rules_path).list(status="pending")
+    assert proposal.failure_class.value == "code_bug" and proposal.origin == "template"
+    assert offer.params["text"] == f"proposed rule {proposal.id}"
+    assert bot.click(offer, RULE_REJECT, user="UALICE").status == 200
+    bot.api.wait("chat.update", 2)
+    assert open_rule_store(bot_config.rules_path).get(proposal.id).status == "rejected"
+
+
+def test_log_text_cannot_ping_anyone(make_bot, bot_logs: Path) -> None:
+    (bot_logs / "rank3.log").write_text(OOM)
+    bot = make_bot()
+    bot.mention(f"{bot_logs}/rank3.log")
+    reply = bot.next_post()
+    raw = json.dumps(reply.params)
+    assert "<!channel>" not in raw and "<@U123ABC>" not in raw and "@here" not in raw
+    assert "&lt;!channel&gt; &lt;@U123ABC&gt; @\u200bhere look" in texts(reply.params["blocks"])
+
+
+def test_paths_outside_the_roots_are_refused_in_one_line(make_bot, bot_logs: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.log").write_text(OOM)
+    (bot_logs / "escape.log").symlink_to(tmp_path / "secret.log")
+    (bot_logs / "sub").mkdir()
+    (bot_logs / "sub" / "link.log").symlink_to(tmp_path / "secret.log")
+    bot = make_bot()
+    for ask, said in [("/etc/shadow", "/etc/shadow is outside the log roots"),
+                      ("../secret.log", "../secret.log is outside the log roots"),
+                      (f"{bot_logs}/../secret.log", "secret.log is outside the log roots"),
+                      ("escape.log", "escape.log is outside the log roots"),
+                      ("sub/", "sub/ holds a symlink out of the log roots (link.log)"),
+                      ("nope/none.log", "no such file or folder under the log roots: nope/none.log")]:
+        bot.mention(ask)
+        assert said in _one_line(bot.next_post()), ask
+    assert not bot.api.downloads
+
+
+def test_oversized_paste_is_refused(make_bot) -> None:
+    bot = make_bot()
+    bot.mention("```" + "x" * 5000 + "\n```")
+    assert "over the bot's limit of 4,000 (max_paste_bytes)" in _one_line(bot.next_post())
+
+
+def test_an_uploaded_log_is_downloaded_with_the_token_and_triaged(make_bot) -> None:
+    bot = make_bot()
+    bot.api.add_file("F1", "rank3.log", OOM.encode())
+    bot.api.add_file("F2", "big.log", b"x", size=200_000)
+    bot.api.add_file("F3", "evil.log", OOM.encode(), url="http://files.example.com/evil.log")
+    bot.mention("", files=[{"id": "F1"}])
+    assert "crashcart: gpu_oom → fix_job" in texts(bot.next_post().params["blocks"])
+    assert [d["token"] for d in bot.api.downloads] == [BOT_TOKEN]
+
+    bot.mention("", files=[{"id": "F2"}])
+    assert "big.log is 200,000 bytes, over the bot's upload limit" in _one_line(bot.next_post())
+    bot.mention("", files=[{"id": "F3"}])
+    assert "downloads only from 127.0.0.1, not files.example.com" in _one_line(bot.next_post())
+    assert len(bot.api.downloads) == 1
+
+
+def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(make_bot, bot_logs: Path, monkeypatch) -> None:
+    (bot_logs / "slurm-4242.out").write_text(OOM)
+    asked = []
+
+    def slurm_job_logs(job_id: str) -> list[Path]:
+        asked.append(job_id)
+        return {"4242": [bot_logs / "slurm-4242.out"], "13": [Path("/etc/shadow")]}[job_id]
+
+    monkeypatch.setitem(sys.modules, "crashcart.batch.slurm", types.SimpleNamespace(slurm_job_logs=slurm_job_logs))
+    bot = make_bot()
+    bot.mention("job 4242")
+    assert "crashcart: gpu_oom → fix_job" in texts(bot.next_post().params["blocks"])
+    bot.mention("13")
+    assert "/etc/shadow is outside the log roots" in _one_line(bot.next_post())
+    bot.mention("99")
+    assert ":warning: could not find the logs of Slurm job 99 (KeyError: '99')" in _one_line(bot.next_post())
+    assert asked == ["4242", "13", "99"]
+
+    monkeypatch.setitem(sys.modules, "crashcart.batch.slurm", None)  # the helper is not installed
+    bot.mention("4242")
+    assert "Slurm lookup is not available here" in _one_line(bot.next_post())
+
+
+def test_slash_command_acks_at_once_and_answers_in_a_thread(make_bot, bot_logs: Path) -> None:
+    (bot_logs / "rank3.log").write_text(OOM)
+    bot = make_bot()
+    ack = bot.command("rank3.log")
+    assert ack.status == 200 and "crashcart is on it: rank3.log" in ack.body
+    parent, reply = bot.next_post(), bot.next_post()
+    assert parent.params["text"] == "<@UASKER> asked crashcart about rank3.log" and "thread_ts" not in parent.params
+    assert reply.params["thread_ts"] == parent.ts
+    assert "gpu_oom" in reply.params["text"]
+    assert "a log path under the log roots" in bot.command("").body  # no ask: the help, nothing posted
+    assert len(bot.api.of("chat.postMessage")) == 2
+
+
+def test_a_direct_message_is_answered_in_its_thread(make_bot, bot_logs: Path) -> None:
+    (bot_logs / "rank3.log").write_text(OOM)
+    bot = make_bot()
+    event = {"type": "message", "channel_type": "im", "user": "UASKER", "text": "rank3.log", "ts": "1.000001",
+             "channel": "DTEST", "event_ts": "1.000001"}
+    assert bot.send(event_body(event)).status == 200
+    reply = bot.next_post()
+    assert (reply.params["channel"], reply.params["thread_ts"]) == ("DTEST", "1.000001")
+    assert "gpu_oom" in reply.params["text"]
+
+
+def test_errors_reply_in_one_line_and_the_app_keeps_serving(make_bot, bot_logs: Path, monkeypatch) -> None:
+    (bot_logs / "rank3.log").write_text(OOM)
+    bot = make_bot()
+    real = bot_app.triage
+    monkeypatch.setattr(bot_app, "triage", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("disk\non fire")))
+    bot.mention("rank3.log")
+    assert _one_line(bot.next_post()) == (":boom: internal error: RuntimeError: disk on fire "
+                                          "(the bot's log has the traceback)")
+    bot.mention("hello there")
+    assert "ask me about a failed job" in _one_line(bot.next_post())
+    bot.api.fail("chat.postMessage", "channel_not_found")  # a failing post is logged, not raised
+    bot.mention("rank3.log")
+    bot.next_post()
+    monkeypatch.setattr(bot_app, "triage", real)
+    bot.mention("rank3.log")
+    assert "gpu_oom" in bot.next_post().params["text"]
+
+
+def test_requests_with_a_bad_or_stale_signature_are_rejected(make_bot) -> None:
+    bot = make_bot()
+    body = event_body({"type": "app_mention", "user": "U1", "text": "x", "ts": "1.1", "channel": CHANNEL})
+    assert bot.send(body, secret="not-the-secret").status == 401
+    stale = signed(SECRET, body, timestamp=1_600_000_000)
+    assert bot.app.dispatch(BoltRequest(body=body, headers=stale)).status == 401
+    assert bot.send(body).status == 200
+    assert "ask me about a failed job" in _one_line(bot.next_post())  # only the signed one got an answer
+    assert len(bot.api.of("reactions.add")) == 1 and len(bot.api.of("chat.postMessage")) == 1
+
+
+def test_socket_mode_requests_need_no_signature(make_bot, bot_logs: Path) -> None:
+    """What SocketModeHandler hands the app: the payload as a dict, mode socket_mode, no HTTP headers."""
+    (bot_logs / "rank3.log").write_text(OOM)
+    bot = make_bot()
+    event = json.loads(event_body({"type": "app_mention", "user": "U1", "text": "<@UCRASHBOT> rank3.log",
+                                   "ts": "5.000001", "channel": CHANNEL, "event_ts": "5.000001"}))
+    assert bot.app.dispatch(BoltRequest(body=event, mode="socket_mode")).status == 200
+    assert "gpu_oom" in bot.next_post().params["text"]
