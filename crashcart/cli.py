@@ -107,6 +107,7 @@ def eval_(
     llm: LlmOpt = None,
     llm_base_url: LlmUrlOpt = None,
     llm_samples: Annotated[int, typer.Option(help="answers to sample per consulted case")] = 1,
+    cases: Annotated[bool, typer.Option("--cases", help="with --format json: every case's prediction too")] = False,
 ) -> None:
     """Triage every labeled case of DIR and report accuracy, F1, action, evidence and node hit rates.
 
@@ -122,13 +123,15 @@ def eval_(
 
         compared = evaluate_memory(directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples))
         if fmt is Format.json:
-            sys.stdout.write(compared.model_dump_json(indent=2) + "\n")
+            drop = None if cases else {m: {"results"} for m in ("rules", "rules_memory_loo", "retrieval_only",
+                                                                 "rules_memory_llm")}
+            sys.stdout.write(compared.model_dump_json(exclude=drop) + "\n")
         else:
             Console().print(render_memory(compared))
         return
     report = evaluate(directory)
-    if fmt is Format.json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    if fmt is Format.json:  # one compact object of the figures; the per-case rows only when asked for
+        sys.stdout.write(report.model_dump_json(exclude=None if cases else {"results"}) + "\n")
     elif fmt is Format.md:
         sys.stdout.write(render_markdown(report))
     else:

@@ -113,3 +113,18 @@ def test_console_script_runs_as_a_process(oom_log: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["diagnosis"]["failure_class"] == "gpu_oom"
+
+
+def test_eval_json_is_one_compact_object_of_figures(cli, dev_evalset: Path) -> None:
+    code, out, _ = cli("eval", str(dev_evalset), "--format", "json")
+    assert code == 0 and out.count("\n") == 1
+    report = json.loads(out)
+    assert report["cases"] == 40 and report["accuracy"] >= 0.85 and "per_class" in report
+    assert "results" not in report
+    code, out, _ = cli("eval", str(dev_evalset), "--format", "json", "--cases")
+    assert len(json.loads(out)["results"]) == 40
+
+
+def test_eval_of_a_missing_set_is_one_line(cli, tmp_path: Path) -> None:
+    code, out, err = cli("eval", str(tmp_path / "none"))
+    assert code == 2 and out == "" and err.count("\n") == 1
