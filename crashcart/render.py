@@ -17,7 +17,8 @@ def to_json(report: Report) -> str:
     return report.model_dump_json(indent=2)
 
 
-def _where(report: Report) -> str:
+def where(report: Report) -> str:
+    """Nodes, ranks and stage in one line, for every human-facing format."""
     d = report.diagnosis
     parts = []
     if d.faulty_nodes:
@@ -39,7 +40,7 @@ def to_terminal(report: Report) -> RenderableType:
     style = _CLASS_STYLE.get(d.failure_class.value, "bold red")
     head = Text.assemble(
         (d.failure_class.value, style), "  →  ", (d.action.value, "bold"),
-        f"   confidence {d.confidence:.2f}\n", d.summary, "\n", (_where(report), "dim"),
+        f"   confidence {d.confidence:.2f}\n", d.summary, "\n", (where(report), "dim"),
     )
     evidence = Table(show_header=True, header_style="bold", expand=True, box=None)
     evidence.add_column("where", no_wrap=True, style="cyan")
@@ -89,7 +90,7 @@ def to_markdown(report: Report) -> str:
         "",
         d.summary,
         "",
-        f"*{_where(report)}*",
+        f"*{where(report)}*",
         "",
         "**Evidence**",
         "",

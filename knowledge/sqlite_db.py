@@ -14,13 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from crashcart.errors import KnowledgeError
+from crashcart.errors import CrashcartError, KnowledgeError
 
 BUSY_TIMEOUT_S = 60.0
 
 
-def connect(path: Path, what: str) -> sqlite3.Connection:
-    """An autocommit connection to path (created if missing) in WAL mode; `what` names the store in errors."""
+def connect(
+    path: Path, what: str, fix: str = "give another store path", error: type[CrashcartError] = KnowledgeError
+) -> sqlite3.Connection:
+    """An autocommit connection to path (created if missing) in WAL mode; `what` and `fix` go into errors."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
@@ -28,8 +30,7 @@ def connect(path: Path, what: str) -> sqlite3.Connection:
         _enable_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
     except (OSError, sqlite3.DatabaseError) as exc:
-        raise KnowledgeError(f"{path}: cannot open as {what} ({exc}); "
-                             "check the path and its permissions, or give another store path") from exc
+        raise error(f"{path}: cannot open as {what} ({exc}); check the path and its permissions, or {fix}") from exc
     return conn
 
 

@@ -9,17 +9,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from crashcart.batch.models import BatchResult
 from crashcart.errors import InputError
+from knowledge.sqlite_db import connect, write_transaction
 
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 60.0
 RESULTS_ENV = "CRASHCART_BATCH_RESULTS"
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
@@ -55,16 +54,7 @@ class ResultStore:
             raise
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")  # a killed batch never loses a committed result
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise InputError(f"{self.path}: cannot open as a batch result store ({exc}); check the path and its "
-                             "permissions, or give another with --results PATH") from exc
-        return conn
+        return connect(self.path, "a batch result store", fix="give another with --results PATH", error=InputError)
 
     def _init_schema(self) -> None:
         try:
@@ -83,16 +73,8 @@ class ResultStore:
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a batch result store ({exc}); give another --results PATH") from exc
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self._conn, self._lock)
 
     def _read(self, sql: str, args: tuple = ()) -> list[BatchResult]:
         with self._lock:

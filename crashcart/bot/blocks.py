@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from crashcart.render import where
 from crashcart.report import Report
 from knowledge.rule_store import RuleProposal
 from knowledge.taxonomy import FailureClass
@@ -82,18 +83,6 @@ def _button(text: str, action_id: str, value: str, style: str | None = None) -> 
     if style:
         button["style"] = style
     return button
-
-
-def where(report: Report) -> str:
-    d = report.diagnosis
-    parts = []
-    if d.faulty_nodes:
-        parts.append("nodes: " + ", ".join(d.faulty_nodes))
-    if d.faulty_ranks:
-        parts.append("ranks: " + ", ".join(map(str, d.faulty_ranks)))
-    if d.stage is not None:
-        parts.append("stage: " + d.stage.value + (f" (iteration {d.iteration})" if d.iteration is not None else ""))
-    return "; ".join(parts) or "not localised to a node"
 
 
 def summary_text(report: Report) -> str:
