@@ -74,6 +74,9 @@ def _one_sample(
         except LLMCallError as exc:
             usage.errors.append(f"{exc.kind}: {exc}")
             return None
+        except Exception as exc:  # a provider's own failure must not take the diagnosis down
+            usage.errors.append(f"error: {type(exc).__name__}: {str(exc)[:300]}")
+            return None
         _account(usage, reply, messages, budget)
         text = redactor.restore(str(reply.content))
         try:

@@ -42,7 +42,7 @@ BACKOFF_CAP_S = 30.0
 MAX_RETRY_AFTER_S = 60.0  # a server asking for longer means a quota, not a blip: give up instead of hanging
 SPEC_EXAMPLE = "openai:gpt-4.1-mini, ollama:llama3.1:8b or vllm:Qwen/Qwen2.5-7B-Instruct"
 
-ErrorKind = Literal["rate_limit", "timeout", "server", "client"]
+ErrorKind = Literal["rate_limit", "timeout", "server", "client", "length"]
 # Named, not imported: openai 3.x moved to httpx2, and neither SDK is needed until a call fails.
 _TIMEOUT_TYPES = (("openai", "APITimeoutError"), ("httpx", "TimeoutException"), ("httpx2", "TimeoutException"))
 _CONNECTION_TYPES = (("openai", "APIConnectionError"), ("httpx", "TransportError"), ("httpx2", "TransportError"))
@@ -255,6 +255,10 @@ def classify_error(exc: BaseException) -> tuple[ErrorKind | None, bool, int | No
     providers' SDKs), and raw httpx / builtin timeouts and connection errors.
     """
     status = _status_of(exc)
+    if _is_instance(exc, "openai", "LengthFinishReasonError"):  # the reply hit max tokens: retrying repeats it
+        return "length", False, status
+    if _is_instance(exc, "openai", "ContentFilterFinishReasonError"):
+        return "client", False, status
     if _is_timeout(exc) or status == 408:
         return "timeout", True, status
     if status == 429 or _is_instance(exc, "openai", "RateLimitError") or _is_model_error(exc, "ModelRateLimitError"):
@@ -346,6 +350,8 @@ def _safe_retry_after(exc: BaseException) -> float | None:
 def _why_stopped(exc: BaseException, retryable: bool, wait: float | None) -> str:
     if _quota_exhausted(exc):
         return "; the account is out of quota: check billing, or choose another model with CRASHCART_LLM"
+    if _is_instance(exc, "openai", "LengthFinishReasonError"):
+        return "; not retried: the same prompt runs out the same way (a larger model answers in fewer tokens)"
     if not retryable:
         return "; not retried: check the model name, CRASHCART_LLM_BASE_URL and the API key variable"
     if wait is None:
@@ -357,7 +363,7 @@ def _describe(exc: BaseException, kind: ErrorKind, attempts: int, elapsed: float
     detail = str(getattr(exc, "message", "") or exc or type(exc).__name__).strip()
     detail = (detail.splitlines() or [type(exc).__name__])[0][:300]
     what = {"rate_limit": "rate limited", "timeout": "timed out", "server": "hit a server or connection error",
-            "client": "was rejected"}[kind]
+            "client": "was rejected", "length": "ran out of output tokens (raise max_output_tokens)"}[kind]
     return f"LLM call {what} after {attempts} attempt(s) in {elapsed:.1f}s: {detail}{why}"
 
 

@@ -171,3 +171,20 @@ def test_a_bad_suggested_regex_is_rejected_with_its_reason_and_not_queued(job: P
     report = triage([job], chat_model=fake_chat([answer(proposed_rule=healthy)]), rule_store=store, llm=SETTINGS)
     assert report.proposals[0].status == "rejected" and "healthy" in (report.proposals[0].reason or "")
     assert store.list() == []
+
+
+def test_any_provider_failure_falls_back_and_is_recorded(job: Path, fake_chat) -> None:
+    report = run(job, fake_chat([RuntimeError("provider exploded")]))
+    assert report.llm.fallback is True and report.diagnosis.decided_by == "none"
+    assert report.llm.errors == ["error: RuntimeError: provider exploded"]
+
+
+def test_a_reply_cut_at_the_token_limit_is_not_retried_and_falls_back(job: Path, fake_chat) -> None:
+    import openai
+
+    cut = openai.LengthFinishReasonError.__new__(openai.LengthFinishReasonError)
+    Exception.__init__(cut, "Could not parse response content as the length limit was reached")
+    model = fake_chat([cut, answer()])
+    report = run(job, model)
+    assert model.calls == 1 and report.llm.fallback is True
+    assert report.llm.errors[0].startswith("length: LLM call ran out of output tokens")
