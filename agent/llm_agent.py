@@ -73,6 +73,10 @@ def _one_sample(
             reply = invoke_with_retry(model, messages, settings)
         except LLMCallError as exc:
             usage.errors.append(f"{exc.kind}: {exc}")
+            usage.calls += 1  # a failed call is still a call, and may still have used tokens
+            usage.input_tokens += exc.tokens[0]
+            usage.output_tokens += exc.tokens[1]
+            budget.left -= sum(exc.tokens)
             return None
         except Exception as exc:  # a provider's own failure must not take the diagnosis down
             usage.errors.append(f"error: {type(exc).__name__}: {str(exc)[:300]}")

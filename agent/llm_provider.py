@@ -100,12 +100,16 @@ class LLMCallError(Exception):
     the loop absorbs.
     """
 
-    def __init__(self, *, kind: ErrorKind, attempts: int, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, *, kind: ErrorKind, attempts: int, message: str, status: int | None = None,
+        tokens: tuple[int, int] = (0, 0),
+    ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.attempts = attempts
         self.message = message
         self.status = status
+        self.tokens = tokens  # (input, output) the provider billed for the failed call, when it says so
 
 
 def parse_spec(spec: str) -> ModelSpec:
@@ -236,7 +240,7 @@ def invoke_with_retry(
             wait = _delay(exc, settings, attempts - 1, rng) if retryable else None
             if wait is None or attempts > settings.max_retries:
                 why = _why_stopped(exc, retryable, wait)
-                raise LLMCallError(kind=kind, attempts=attempts, status=status,
+                raise LLMCallError(kind=kind, attempts=attempts, status=status, tokens=_billed(exc),
                                    message=_describe(exc, kind, attempts, clock() - started, why)) from exc
             sleep(wait)
             continue
@@ -345,6 +349,12 @@ def _safe_retry_after(exc: BaseException) -> float | None:
         return retry_after_s(exc)
     except (TypeError, ValueError):  # an unparseable date header: fall back to our own backoff
         return None
+
+
+def _billed(exc: BaseException) -> tuple[int, int]:
+    """Tokens a failed call still used: a reply cut at the length limit carries its completion's usage."""
+    usage = getattr(getattr(exc, "completion", None), "usage", None)
+    return (int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
 
 
 def _why_stopped(exc: BaseException, retryable: bool, wait: float | None) -> str:

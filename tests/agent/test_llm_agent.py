@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from fakes.chat import rate_limit_error, timeout_error
@@ -184,7 +185,9 @@ def test_a_reply_cut_at_the_token_limit_is_not_retried_and_falls_back(job: Path,
 
     cut = openai.LengthFinishReasonError.__new__(openai.LengthFinishReasonError)
     Exception.__init__(cut, "Could not parse response content as the length limit was reached")
+    cut.completion = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=2078, completion_tokens=1500))
     model = fake_chat([cut, answer()])
     report = run(job, model)
     assert model.calls == 1 and report.llm.fallback is True
     assert report.llm.errors[0].startswith("length: LLM call ran out of output tokens")
+    assert (report.llm.calls, report.llm.input_tokens, report.llm.output_tokens) == (1, 2078, 1500)
