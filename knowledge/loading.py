@@ -1,8 +1,30 @@
-"""What the knowledge loaders share: one line that says what is wrong in a data file, and where."""
+"""What the knowledge loaders share: reading a versioned YAML file into a strict model, and one line that
+says what is wrong in it, and where."""
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from crashcart.errors import KnowledgeError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_versioned(path: Path, model: type[M], what: str, version: int) -> M:
+    """`path` validated as `model`; any problem, or a format version other than `version`, is a KnowledgeError
+    naming the file (`what` says which kind of file it is: "rule file", "Xid file" ...)."""
+    try:
+        parsed = model.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise KnowledgeError(f"invalid {what} {path}: {describe(exc)}") from exc
+    found = getattr(parsed, "version", version)
+    if found != version:
+        raise KnowledgeError(f"{what} {path} has version {found}; expected {version}")
+    return parsed
 
 
 def describe(exc: Exception) -> str:

@@ -12,11 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import re2
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crashcart.errors import KnowledgeError
-from knowledge.loading import describe
+from knowledge.loading import load_versioned
 from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
 SIGNATURE_DIR = Path(__file__).parent / "signatures"
@@ -106,13 +105,7 @@ class RuleFile(BaseModel):
 
 def load_rule_file(path: Path) -> list[Rule]:
     """Load and validate one signatures file; any problem is a KnowledgeError naming the file."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        parsed = RuleFile.model_validate(raw)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise KnowledgeError(f"invalid rule file {path}: {describe(exc)}") from exc
-    if parsed.version != SCHEMA_VERSION:
-        raise KnowledgeError(f"rule file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
+    parsed = load_versioned(path, RuleFile, "rule file", SCHEMA_VERSION)
     return parsed.rules
 
 

@@ -11,11 +11,9 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from crashcart.errors import KnowledgeError
-from knowledge.loading import describe
+from knowledge.loading import load_versioned
 from knowledge.taxonomy import FailureClass
 
 RUNBOOK_FILE = Path(__file__).parent / "runbooks.yaml"
@@ -77,13 +75,7 @@ class RunbookFile(BaseModel):
 
 def load_runbook_file(path: Path) -> dict[FailureClass, Runbook]:
     """Load and validate a runbooks file; any problem is a KnowledgeError naming the file."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        parsed = RunbookFile.model_validate(raw)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise KnowledgeError(f"invalid runbook file {path}: {describe(exc)}") from exc
-    if parsed.version != SCHEMA_VERSION:
-        raise KnowledgeError(f"runbook file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
+    parsed = load_versioned(path, RunbookFile, "runbook file", SCHEMA_VERSION)
     return dict(parsed.runbooks)
 
 

@@ -10,11 +10,9 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from crashcart.errors import KnowledgeError
-from knowledge.loading import describe
+from knowledge.loading import load_versioned
 from knowledge.taxonomy import FailureClass
 
 XID_FILE = Path(__file__).parent / "xid.yaml"
@@ -81,13 +79,7 @@ class XidFile(BaseModel):
 
 def load_xid_file(path: Path) -> dict[int, XidInfo]:
     """Load and validate an Xid table; any problem is a KnowledgeError naming the file."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        parsed = XidFile.model_validate(raw)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise KnowledgeError(f"invalid Xid file {path}: {describe(exc)}") from exc
-    if parsed.version != SCHEMA_VERSION:
-        raise KnowledgeError(f"Xid file {path} has version {parsed.version}; expected {SCHEMA_VERSION}")
+    parsed = load_versioned(path, XidFile, "Xid file", SCHEMA_VERSION)
     return {info.code: info for info in parsed.xids}
 
 
