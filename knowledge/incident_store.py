@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-import threading
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -21,7 +20,7 @@ from knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
 from knowledge.incident_index import IndexFiles, VectorIndex, catch_up
 from knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
 from knowledge.incidents import Fingerprint, Incident
-from knowledge.sqlite_db import connect, read_transaction, write_transaction
+from knowledge.sqlite_db import SqliteStore, read_transaction
 
 
 @runtime_checkable
@@ -142,7 +141,7 @@ _MARK_REBUILD = ("UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'g
                  "WHERE key = 'rebuild_generation'")
 
 
-class SqliteIncidentStore:
+class SqliteIncidentStore(SqliteStore):
     """The durable store: SQLite (WAL, busy timeout) holds the truth; a faiss index beside it is a rebuildable cache.
 
     Several processes may write at once (the bot, batch triage): each add/remove bumps `generation` in its own
@@ -157,24 +156,16 @@ class SqliteIncidentStore:
     """
 
     def __init__(self, path: str | Path, embedder: Embedder | None = None, *, reembed: bool = False) -> None:
-        self.path = Path(path)
+        self._open(path, "an incident store")
         self._files = IndexFiles(self.path)
-        self._lock = threading.RLock()
         self._index: VectorIndex | None = None
-        self._conn = self._connect()
-        try:
+        with self._closing_on_error():
             offered = embedder or HashingEmbedder()
             meta = self._init_schema(offered)
             self._uid = meta["store_uid"]
             self.embedder = self._resolve_embedder(meta, embedder, offered, reembed)
-        except BaseException:
-            self._conn.close()
-            raise
 
     # -- opening -------------------------------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path, "an incident store")
 
     def _init_schema(self, offered: Embedder) -> dict[str, str]:
         try:
@@ -241,9 +232,6 @@ class SqliteIncidentStore:
         if (meta["embedder"], int(meta["dim"])) != (self.embedder.name, self.embedder.dim):
             raise KnowledgeError(f"{self.path} was re-embedded with {meta['embedder']!r} after this process opened "
                                  f"it with {self.embedder.name!r}; reopen the store")
-
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        return write_transaction(self._conn, self._lock)
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         return read_transaction(self._conn, self._lock)
@@ -330,15 +318,6 @@ class SqliteIncidentStore:
     def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
         return len(self._insert(read_jsonl(fh, source), renew_on_clash=True))
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SqliteIncidentStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- the index -----------------------------------------------------------------------------------------
 

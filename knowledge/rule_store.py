@@ -13,7 +13,6 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import threading
-from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from crashcart.errors import KnowledgeError
 from knowledge.loading import describe
 from knowledge.rules import Role, Rule
-from knowledge.sqlite_db import connect, write_transaction
+from knowledge.sqlite_db import SqliteStore
 from knowledge.taxonomy import Action, FailureClass
 
 ProposalStatus = Literal["pending", "confirmed", "rejected"]
@@ -207,7 +206,7 @@ _SCHEMA = [
 ]
 
 
-class SqliteRuleStore:
+class SqliteRuleStore(SqliteStore):
     """The durable queue: one SQLite file (WAL, busy timeout), safe with several processes writing at once.
 
     Each write is one BEGIN IMMEDIATE transaction, so a dedupe check and its insert, or a status check and its
@@ -216,17 +215,9 @@ class SqliteRuleStore:
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
-        self._conn = self._connect()
-        try:
+        self._open(path, "a rule store")
+        with self._closing_on_error():
             self._init_schema()
-        except BaseException:
-            self._conn.close()
-            raise
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path, "a rule store")
 
     def _init_schema(self) -> None:
         try:
@@ -245,9 +236,6 @@ class SqliteRuleStore:
         if version > SCHEMA_VERSION:
             raise KnowledgeError(f"{self.path}: rule store schema v{version} was written by a newer crashcart "
                                  f"(this one reads up to v{SCHEMA_VERSION}); upgrade crashcart to open it")
-
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        return write_transaction(self._conn, self._lock)
 
     def _query(self, sql: str, args: tuple = ()) -> list[RuleProposal]:
         with self._lock:
@@ -294,15 +282,6 @@ class SqliteRuleStore:
     def confirmed_rules(self) -> list[Rule]:
         return [to_rule(p, p.decided_by or "?", p.decided_at or p.created_at) for p in self.list("confirmed")]
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SqliteRuleStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _get(self, db: sqlite3.Connection, id: str) -> RuleProposal:
         row = db.execute("SELECT body FROM proposals WHERE id = ?", (id,)).fetchone()

@@ -11,8 +11,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from crashcart.errors import CrashcartError, KnowledgeError
 
@@ -70,3 +71,41 @@ def read_transaction(conn: sqlite3.Connection, lock: threading.RLock) -> Iterato
             yield conn
         finally:
             conn.execute("COMMIT")
+
+
+S = TypeVar("S", bound="SqliteStore")
+
+
+class SqliteStore:
+    """The lifecycle every SQLite-backed store shares: one connection and its lock, write transactions, close."""
+
+    path: Path
+    _conn: sqlite3.Connection
+    _lock: threading.RLock
+
+    def _open(self, path: str | Path, what: str, **connect_options: Any) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn = connect(self.path, what, **connect_options)
+
+    @contextmanager
+    def _closing_on_error(self) -> Iterator[None]:
+        """Around a store's set-up: a store that fails to open leaves no connection behind."""
+        try:
+            yield
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self._conn, self._lock)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from crashcart.batch.models import BatchResult
 from crashcart.errors import InputError
-from knowledge.sqlite_db import connect, write_transaction
+from knowledge.sqlite_db import SqliteStore
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "CRASHCART_BATCH_RESULTS"
@@ -40,21 +38,13 @@ def default_results_path() -> Path:
     return data_dir() / "batch.db"
 
 
-class ResultStore:
+class ResultStore(SqliteStore):
     """Batch results by job id; `put` replaces a job's earlier result. Use as a context manager to close it."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
-        self._conn = self._connect()
-        try:
+        self._open(path, "a batch result store", fix="give another with --results PATH", error=InputError)
+        with self._closing_on_error():
             self._init_schema()
-        except BaseException:
-            self._conn.close()
-            raise
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path, "a batch result store", fix="give another with --results PATH", error=InputError)
 
     def _init_schema(self) -> None:
         try:
@@ -72,9 +62,6 @@ class ResultStore:
                            (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a batch result store ({exc}); give another --results PATH") from exc
-
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        return write_transaction(self._conn, self._lock)
 
     def _read(self, sql: str, args: tuple = ()) -> list[BatchResult]:
         with self._lock:
@@ -97,15 +84,6 @@ class ResultStore:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> ResultStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _parse(body: str) -> BatchResult | None:
