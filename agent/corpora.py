@@ -53,7 +53,7 @@ def _healthy() -> tuple[str, ...]:
 
 def _generated_healthy() -> list[str]:
     """Lines of a small healthy job from evals.generator (scenario "none"), in two launcher layouts."""
-    from evals.generator import JobSpec, generate_job  # the generator is only needed here, once
+    from crashcart.evals.generator import JobSpec, generate_job  # the generator is only needed here, once
 
     lines: list[str] = []
     specs = [JobSpec(nodes=2, gpus_per_node=2, total_mb=0.2, scenario="none", seed=7),

@@ -13,8 +13,8 @@ import re
 import re2
 
 from crashcart.errors import KnowledgeError
-from parsers.attribution import strip_prefixes
-from parsers.masking import mask
+from crashcart.parsers.attribution import strip_prefixes
+from crashcart.parsers.masking import mask
 
 NUM = r"[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:%|[KMG]i?B|m?s)?"  # what masking.py's NUM takes, units too
 HEX = r"(?:0x)?[0-9a-fA-F]+"

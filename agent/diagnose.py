@@ -11,14 +11,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, XidEvent
-from agent.models import Alternative, Diagnosis, Evidence
-from agent.salience import ERRORISH, RARE_COUNT, template_totals
-from knowledge.rules import Role, Stage
-from knowledge.runbooks import mitigation_steps
-from knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass
-from knowledge.xid import xid_info
-from parsers.models import FileScan
+from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, XidEvent
+from crashcart.agent.models import Alternative, Diagnosis, Evidence
+from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
+from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.runbooks import mitigation_steps
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass
+from crashcart.knowledge.xid import xid_info
+from crashcart.parsers.models import FileScan
 
 Signal = FailureEvent | XidEvent | CollectiveTimeoutEvent
 

@@ -13,9 +13,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from knowledge.rules import Role, Stage
-from knowledge.taxonomy import Action, FailureClass
-from parsers.models import FileScan, LineRef, RuleHit, Strict
+from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.models import FileScan, LineRef, RuleHit, Strict
 
 
 class _EventBase(Strict):

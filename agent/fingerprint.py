@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
-from agent.salience import ERRORISH, RARE_COUNT, template_totals
-from knowledge.incidents import Fingerprint
-from knowledge.rules import Role
-from parsers.models import FileScan
+from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
+from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
+from crashcart.knowledge.incidents import Fingerprint
+from crashcart.knowledge.rules import Role
+from crashcart.parsers.models import FileScan
 
 MAX_TEMPLATES = 40
 

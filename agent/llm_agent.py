@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-import prompts
-from agent.llm_answer import AnswerError, LLMAnswer, answer_schema, parse_answer
-from agent.llm_context import Context
-from agent.llm_provider import LLMCallError, LLMSettings, cost_usd, estimate_tokens, invoke_with_retry
-from agent.models import Diagnosis, Evidence, LLMUsage
-from agent.redact import Redactor
-from knowledge.runbooks import mitigation_steps
-from parsers.models import Strict
+from crashcart import prompts
+from crashcart.agent.llm_answer import AnswerError, LLMAnswer, answer_schema, parse_answer
+from crashcart.agent.llm_context import Context
+from crashcart.agent.llm_provider import LLMCallError, LLMSettings, cost_usd, estimate_tokens, invoke_with_retry
+from crashcart.agent.models import Diagnosis, Evidence, LLMUsage
+from crashcart.agent.redact import Redactor
+from crashcart.knowledge.runbooks import mitigation_steps
+from crashcart.parsers.models import Strict
 
 VALIDATION_RETRIES = 2  # re-asks per sample after an invalid answer
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from knowledge.rules import Stage
-from knowledge.taxonomy import Action, FailureClass
-from parsers.models import Strict
+from crashcart.knowledge.rules import Stage
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.models import Strict
 
 
 class LineCite(Strict):

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
-from agent.models import Diagnosis
-from agent.salience import ERRORISH
-from knowledge.runbooks import mitigation_steps
-from knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
-from parsers.models import FileScan, LineRef
+from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
+from crashcart.agent.models import Diagnosis
+from crashcart.agent.salience import ERRORISH
+from crashcart.knowledge.runbooks import mitigation_steps
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
+from crashcart.parsers.models import FileScan, LineRef
 
 CHARS_PER_TOKEN = 4
 LINE_CHARS = 400  # a shown line is cut here

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from agent.models import Diagnosis, SimilarIncident
-from knowledge.incident_store import IncidentStore
-from knowledge.incidents import Fingerprint, utcnow
-from knowledge.runbooks import mitigation_steps
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.agent.models import Diagnosis, SimilarIncident
+from crashcart.knowledge.incident_store import IncidentStore
+from crashcart.knowledge.incidents import Fingerprint, utcnow
+from crashcart.knowledge.runbooks import mitigation_steps
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 NOVELTY_THRESHOLD = 0.35  # best similarity below this: a new failure (`crashcart eval --memory` calibrates)
 WEAK_CONFIDENCE = 0.6  # rules below this confidence let a close memory overrule them

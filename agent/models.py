@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from knowledge.rules import Role, Stage
-from knowledge.taxonomy import Action, FailureClass
-from parsers.models import Strict
+from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.models import Strict
 
 
 class Evidence(Strict):

@@ -17,14 +17,14 @@ import hyperscan
 import re2
 from pydantic import BaseModel, ConfigDict
 
-from agent import regex_shape
-from agent.corpora import healthy_corpus, random_lines
-from agent.derive import derive_from_template
+from crashcart.agent import regex_shape
+from crashcart.agent.corpora import healthy_corpus, random_lines
+from crashcart.agent.derive import derive_from_template
 from crashcart.errors import KnowledgeError
-from knowledge.rule_store import RuleProposal, hyperscan_database
-from knowledge.rules import Role, load_rules
-from knowledge.taxonomy import Action, FailureClass
-from parsers.rulefilter import RuleFilter
+from crashcart.knowledge.rule_store import RuleProposal, hyperscan_database
+from crashcart.knowledge.rules import Role, load_rules
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.rulefilter import RuleFilter
 
 __all__ = ["Rejection", "Validation", "derive_from_template", "healthy_corpus", "propose_from_evidence",
            "validate_pattern"]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from parsers.models import FileScan, TemplateStat
+from crashcart.parsers.models import FileScan, TemplateStat
 
 RARE_COUNT = 3  # a template seen this often or less in the whole job is rare
 ERRORISH = re.compile(

@@ -83,7 +83,7 @@ def plan_jobs(n: int, max_mb: float, seed: int) -> list[dict[str, Any]]:
 
 
 def _generate_one(args: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
-    from evals.generator import JobSpec, generate_job
+    from crashcart.evals.generator import JobSpec, generate_job
 
     out, spec = args
     return json.loads(generate_job(out, JobSpec(**spec), workers=1).model_dump_json())

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from knowledge.embeddings import get_embedder
-from knowledge.incident_store import SqliteIncidentStore
-from knowledge.incidents import Fingerprint, Incident, Provenance
-from knowledge.taxonomy import DEFAULT_ACTION, FailureClass
+from crashcart.knowledge.embeddings import get_embedder
+from crashcart.knowledge.incident_store import SqliteIncidentStore
+from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
 REPO = Path(__file__).resolve().parents[1]
 EMBEDDERS = ["hashing:256:1-1", "hashing:256", "hashing:1024:1-1", "hashing:1024", "hashing:4096:1-1", "hashing:4096"]
@@ -176,7 +176,7 @@ def bench_store(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def evalset_fingerprints(evalset: Path) -> tuple[list[str], dict[str, list[Fingerprint]]]:
     """Each case's class, and two fingerprint views: triage's report.fingerprint and the masked case lines."""
     from crashcart.api import triage
-    from parsers.masking import mask
+    from crashcart.parsers.masking import mask
 
     labels = [json.loads(line) for line in (evalset / "labels.jsonl").read_text().splitlines() if line.strip()]
     classes = [lab["failure_class"] for lab in labels]

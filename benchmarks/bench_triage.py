@@ -263,7 +263,7 @@ def _generate(args: argparse.Namespace, where: Path) -> int:
     repo = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])))
     fault = args.nodes // 2 if args.fault_node is None else args.fault_node
-    cmd = [sys.executable, "-m", "evals.generator", str(where), "--nodes", str(args.nodes), "--total-mb",
+    cmd = [sys.executable, "-m", "crashcart.evals.generator", str(where), "--nodes", str(args.nodes), "--total-mb",
            str(args.total_mb), "--scenario", args.scenario, "--fault-node", str(fault), "--seed", str(args.seed),
            "--layout", args.layout, "--compression", args.compression]
     return subprocess.run(cmd, env=env, stdout=sys.stderr).returncode

@@ -17,7 +17,7 @@ def __getattr__(name: str) -> Any:
 
         return triage
     if name == "evaluate":
-        from evals.runner import evaluate
+        from crashcart.evals.runner import evaluate
 
         return evaluate
     raise AttributeError(f"module 'crashcart' has no attribute {name!r}")

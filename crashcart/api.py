@@ -7,23 +7,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.diagnose import diagnose
-from agent.events import build_events
-from agent.fingerprint import fingerprint
-from agent.memory import NOVELTY_THRESHOLD, recall, with_memory
-from agent.salience import mark_rare, salient_templates
+from crashcart.agent.diagnose import diagnose
+from crashcart.agent.events import build_events
+from crashcart.agent.fingerprint import fingerprint
+from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, with_memory
+from crashcart.agent.salience import mark_rare, salient_templates
+from crashcart.knowledge.incident_store import IncidentStore
+from crashcart.knowledge.rule_store import RuleStore
+from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.llm import LLMOptions, consult, should_consult
+from crashcart.parsers.scan import scan_sources
+from crashcart.parsers.sources import discover
 from crashcart.report import Report, ScanStats
-from knowledge.incident_store import IncidentStore
-from knowledge.rule_store import RuleStore
-from knowledge.rules import Rule, load_rules
-from parsers.scan import scan_sources
-from parsers.sources import discover
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import LLMSettings
 
 MAX_REPORT_EVENTS = 300
 
@@ -58,7 +58,7 @@ def triage(
     usage, proposals = None, []
     options = llm_options or LLMOptions()
     if (llm is not None or chat_model is not None) and should_consult(diagnosis, options):
-        from agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
+        from crashcart.agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
 
         settings = llm or Settings(model="custom:chat-model")
         diagnosis, usage, proposals = consult(

@@ -91,7 +91,7 @@ def _llm_settings(spec: str | None, base_url: str | None):
     """LLM settings from the flags, else from $CRASHCART_LLM...; None when no model is configured."""
     if not spec and not os.environ.get("CRASHCART_LLM"):
         return None
-    from agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import LLMSettings
 
     overrides = {k: v for k, v in (("model", spec), ("base_url", base_url)) if v}
     return LLMSettings.from_env(**overrides)
@@ -113,13 +113,13 @@ def eval_(
 
     With --memory (and --llm MODEL), compare rules, rules + memory and rules + memory + LLM on the same cases.
     """
-    from evals.render import render_markdown, render_memory, render_text
-    from evals.runner import evaluate
+    from crashcart.evals.render import render_markdown, render_memory, render_text
+    from crashcart.evals.runner import evaluate
 
     settings = _llm_settings(llm, llm_base_url) if llm else None
     if memory or settings is not None:
+        from crashcart.evals.memory_eval import evaluate_memory
         from crashcart.llm import LLMOptions
-        from evals.memory_eval import evaluate_memory
 
         compared = evaluate_memory(directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples))
         if fmt is Format.json:
@@ -141,7 +141,7 @@ def eval_(
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def generate(ctx: typer.Context) -> None:
     """Write a large synthetic multi-node job (see `crashcart generate --help-generator`)."""
-    from evals.generator import main as generator_main
+    from crashcart.evals.generator import main as generator_main
 
     args = ["--help" if a == "--help-generator" else a for a in ctx.args]
     generator_main(args)

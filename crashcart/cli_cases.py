@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from crashcart.errors import InputError
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 cases_app = typer.Typer(
     help="Incident memory: confirmed past failures, found again by similarity.", no_args_is_help=True

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from agent.events import Event
-from agent.models import Diagnosis, LLMUsage
-from knowledge.rule_store import RuleProposal, RuleStore
-from knowledge.taxonomy import FailureClass
-from parsers.models import FileScan, Strict
+from crashcart.agent.events import Event
+from crashcart.agent.models import Diagnosis, LLMUsage
+from crashcart.knowledge.rule_store import RuleProposal, RuleStore
+from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.parsers.models import FileScan, Strict
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import LLMSettings
 
 CONSULT_BELOW = 0.6  # rules+memory confidence under which the model is asked
 CONTEXT_SHARE = 0.6  # of the token budget, for the context of the first call (retries need room)
@@ -46,9 +46,9 @@ def consult(
     job: str = "",
 ) -> tuple[Diagnosis, LLMUsage, list[RuleProposal]]:
     """Ask the model about this job; return its diagnosis (or the rules' on failure), usage and proposals."""
-    from agent.llm_agent import llm_diagnose
-    from agent.llm_context import build_context
-    from agent.llm_provider import make_chat_model
+    from crashcart.agent.llm_agent import llm_diagnose
+    from crashcart.agent.llm_context import build_context
+    from crashcart.agent.llm_provider import make_chat_model
 
     model = chat_model or make_chat_model(settings)
     context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE))
@@ -65,7 +65,7 @@ def consult(
 
 def _proposal(suggestion: dict, model: str, job: str) -> RuleProposal:
     """The model's regex as a proposal: pending if it validates, else rejected with the reasons."""
-    from agent.proposals import healthy_corpus, validate_pattern
+    from crashcart.agent.proposals import healthy_corpus, validate_pattern
 
     check = validate_pattern(suggestion["regex"], suggestion["examples"], healthy_corpus())
     return RuleProposal(

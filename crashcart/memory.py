@@ -8,16 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.memory import recall
-from agent.models import SimilarIncident
+from crashcart.agent.memory import recall
+from crashcart.agent.models import SimilarIncident
 from crashcart.api import triage
 from crashcart.errors import InputError
+from crashcart.evals.dataset import load_evalset
+from crashcart.knowledge.incident_store import IncidentStore
+from crashcart.knowledge.incidents import Incident, Provenance
+from crashcart.knowledge.runbooks import mitigation_steps
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 from crashcart.report import Report
-from evals.dataset import load_evalset
-from knowledge.incident_store import IncidentStore
-from knowledge.incidents import Incident, Provenance
-from knowledge.runbooks import mitigation_steps
-from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
 
 def incident_from_report(

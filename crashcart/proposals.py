@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from crashcart.api import triage
 from crashcart.errors import InputError
+from crashcart.knowledge.rule_store import RuleProposal, RuleStore
+from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.parsers.templater import Templater
 from crashcart.report import Report
-from knowledge.rule_store import RuleProposal, RuleStore
-from knowledge.taxonomy import FailureClass
-from parsers.templater import Templater
 
 
 def propose_from_report(
@@ -20,7 +20,7 @@ def propose_from_report(
     The line is `line` if given (it must be one of the report's evidence lines or events), else the first
     evidence line of the diagnosis.
     """
-    from agent.proposals import derive_from_template, healthy_corpus, validate_pattern
+    from crashcart.agent.proposals import derive_from_template, healthy_corpus, validate_pattern
 
     text = _evidence_text(report, line)
     templater = Templater()

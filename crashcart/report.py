@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agent.events import Event
-from agent.models import Diagnosis, LLMUsage
-from knowledge.incidents import Fingerprint
-from knowledge.rule_store import RuleProposal
-from parsers.models import Strict, TemplateStat
+from crashcart.agent.events import Event
+from crashcart.agent.models import Diagnosis, LLMUsage
+from crashcart.knowledge.incidents import Fingerprint
+from crashcart.knowledge.rule_store import RuleProposal
+from crashcart.parsers.models import Strict, TemplateStat
 
 REPORT_VERSION = 1
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from knowledge.incident_store import SqliteIncidentStore
-from knowledge.rule_store import SqliteRuleStore
+from crashcart.knowledge.incident_store import SqliteIncidentStore
+from crashcart.knowledge.rule_store import SqliteRuleStore
 
 MEMORY_ENV = "CRASHCART_MEMORY"
 RULES_ENV = "CRASHCART_RULES"

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from crashcart.errors import EvalSetError
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 LABELS_FILE = "labels.jsonl"
 

@@ -6,7 +6,7 @@ launch preambles, Megatron iteration lines with timers, checkpoints, validation 
 scenario's root cause on the faulty node, the symptoms on the others minutes later, and each launcher's
 teardown; plus OUT/manifest.json with the expected diagnosis (outside logs/, so a triage never reads it).
 
-    python -m evals.generator OUT --nodes 16 --total-mb 1024 --scenario xid79 --fault-node 7 --seed 1
+    python -m crashcart.evals.generator OUT --nodes 16 --total-mb 1024 --scenario xid79 --fault-node 7 --seed 1
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import BinaryIO, Literal
 import zstandard
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals.logends import Event, events_text, head_events, tail_events
-from evals.logtext import BLOCK, FilePlan, JobPlan, body_chunks
-from evals.scenarios import SCENARIOS, Scenario, scenario_from_case
-from knowledge.taxonomy import FailureClass
+from crashcart.evals.logends import Event, events_text, head_events, tail_events
+from crashcart.evals.logtext import BLOCK, FilePlan, JobPlan, body_chunks
+from crashcart.evals.scenarios import SCENARIOS, Scenario, scenario_from_case
+from crashcart.knowledge.taxonomy import FailureClass
 
 MANIFEST = "manifest.json"
 LOGS = "logs"  # the job's log files go in OUT/logs, so a triage of that folder never reads the manifest
@@ -310,7 +310,7 @@ def _manifest(plan: JobPlan, spec: JobSpec, files: list[FilePlan], tasks: list[t
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m evals.generator", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m crashcart.evals.generator", description=__doc__.split("\n")[0])
     p.add_argument("out", type=Path, help="folder to write (new or empty)")
     p.add_argument("--nodes", type=int, default=4)
     p.add_argument("--gpus-per-node", type=int, default=8)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from evals.logtext import (
+from crashcart.evals.logtext import (
     CKPT_DIR,
     PCI,
     FilePlan,

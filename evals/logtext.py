@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evals.scenarios import Scenario
+from crashcart.evals.scenarios import Scenario
 
 BLOCK = 256  # iterations rendered at a time; sporadic events are drawn per block, so output is seed-stable
 SAVE_PAUSE_S = 38.0  # wall time a checkpoint save adds

@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
-from agent.models import Diagnosis, SimilarIncident
+from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
+from crashcart.agent.models import Diagnosis, SimilarIncident
+from crashcart.evals.dataset import LabeledCase, load_evalset
+from crashcart.evals.metrics import EvalReport, compute_metrics
+from crashcart.evals.runner import case_result
+from crashcart.knowledge.incident_store import MemoryIncidentStore
+from crashcart.knowledge.incidents import Incident
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 from crashcart.report import Report
-from evals.dataset import LabeledCase, load_evalset
-from evals.metrics import EvalReport, compute_metrics
-from evals.runner import case_result
-from knowledge.incident_store import MemoryIncidentStore
-from knowledge.incidents import Incident
-from knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import LLMSettings
     from crashcart.llm import LLMOptions
 
 TriageFn = Callable[[list[str]], Report]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 ERROR_COLUMN = "error"
 _RANK_LIKE = re.compile(r"^\[?\s*(?:rank\s*)?(\d+)\s*\]?$", re.IGNORECASE)

@@ -6,8 +6,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evals.memory_eval import MemoryEvalReport
-from evals.metrics import ERROR_COLUMN, CaseResult, EvalReport
+from crashcart.evals.memory_eval import MemoryEvalReport
+from crashcart.evals.metrics import ERROR_COLUMN, CaseResult, EvalReport
 
 
 def _pct(value: float | None) -> str:

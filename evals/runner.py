@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.models import Diagnosis
+from crashcart.agent.models import Diagnosis
 from crashcart.errors import CrashcartError
+from crashcart.evals.dataset import LabeledCase, load_evalset
+from crashcart.evals.metrics import CaseResult, EvalReport, compute_metrics
 from crashcart.report import Report
-from evals.dataset import LabeledCase, load_evalset
-from evals.metrics import CaseResult, EvalReport, compute_metrics
 
 TriageFn = Callable[[list[str]], Report]
 

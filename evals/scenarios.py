@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from knowledge.taxonomy import FailureClass
+from crashcart.knowledge.taxonomy import FailureClass
 
 # Every placeholder a template may use, with a sample value (templates are checked against it at load).
 PLACEHOLDERS: dict[str, object] = {

@@ -10,7 +10,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from crashcart.errors import KnowledgeError
-from knowledge.incidents import Incident, Provenance
+from crashcart.knowledge.incidents import Incident, Provenance
 
 
 def new_id() -> str:

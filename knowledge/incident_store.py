@@ -16,11 +16,11 @@ from typing import IO, Protocol, runtime_checkable
 import numpy as np
 
 from crashcart.errors import KnowledgeError
-from knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
-from knowledge.incident_index import IndexFiles, VectorIndex, catch_up
-from knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
-from knowledge.incidents import Fingerprint, Incident
-from knowledge.sqlite_db import SqliteStore, read_transaction
+from crashcart.knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
+from crashcart.knowledge.incident_index import IndexFiles, VectorIndex, catch_up
+from crashcart.knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
+from crashcart.knowledge.incidents import Fingerprint, Incident
+from crashcart.knowledge.sqlite_db import SqliteStore, read_transaction
 
 
 @runtime_checkable

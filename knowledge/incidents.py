@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from agent.models import Evidence
-from knowledge.rules import Stage
-from knowledge.taxonomy import Action, FailureClass
-from parsers.models import Strict
+from crashcart.agent.models import Evidence
+from crashcart.knowledge.rules import Stage
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.models import Strict
 
 INCIDENT_VERSION = 1
 

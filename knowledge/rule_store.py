@@ -21,10 +21,10 @@ import hyperscan
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from crashcart.errors import KnowledgeError
-from knowledge.loading import describe
-from knowledge.rules import Role, Rule
-from knowledge.sqlite_db import SqliteStore
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.loading import describe
+from crashcart.knowledge.rules import Role, Rule
+from crashcart.knowledge.sqlite_db import SqliteStore
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 ProposalStatus = Literal["pending", "confirmed", "rejected"]
 Origin = Literal["llm", "template"]

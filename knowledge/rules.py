@@ -15,8 +15,8 @@ import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crashcart.errors import KnowledgeError
-from knowledge.loading import load_versioned
-from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+from crashcart.knowledge.loading import load_versioned
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
 SIGNATURE_DIR = Path(__file__).parent / "signatures"
 SCHEMA_VERSION = 1

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from knowledge.loading import load_versioned
-from knowledge.taxonomy import FailureClass
+from crashcart.knowledge.loading import load_versioned
+from crashcart.knowledge.taxonomy import FailureClass
 
 RUNBOOK_FILE = Path(__file__).parent / "runbooks.yaml"
 SCHEMA_VERSION = 1

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from knowledge.loading import load_versioned
-from knowledge.taxonomy import FailureClass
+from crashcart.knowledge.loading import load_versioned
+from crashcart.knowledge.taxonomy import FailureClass
 
 XID_FILE = Path(__file__).parent / "xid.yaml"
 SCHEMA_VERSION = 1

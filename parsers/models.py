@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from knowledge.rules import Role, Stage
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 
 class Strict(BaseModel):

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import hyperscan
 
 from crashcart.errors import KnowledgeError
-from knowledge.rules import Rule
+from crashcart.knowledge.rules import Rule
 
 
 class BlockHit(NamedTuple):

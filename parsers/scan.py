@@ -12,13 +12,13 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from knowledge.rules import Role, Rule
-from parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
-from parsers.models import FileScan, LineRef, RuleHit, TemplateStat
-from parsers.rulefilter import BlockHit, RuleFilter
-from parsers.sources import Source, read_blocks, split
-from parsers.templater import TemplateCounts, Templater, template_id
-from parsers.timestamps import parse_timestamp
+from crashcart.knowledge.rules import Role, Rule
+from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
+from crashcart.parsers.models import FileScan, LineRef, RuleHit, TemplateStat
+from crashcart.parsers.rulefilter import BlockHit, RuleFilter
+from crashcart.parsers.sources import Source, read_blocks, split
+from crashcart.parsers.templater import TemplateCounts, Templater, template_id
+from crashcart.parsers.timestamps import parse_timestamp
 
 MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are counted
 MAX_HITS_PER_RULE = 2000

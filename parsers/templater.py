@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from drain3.drain import Drain, LogCluster
 
-from parsers.attribution import block_prefixes, rank_of_groups, strip_prefixes
-from parsers.masking import mask
+from crashcart.parsers.attribution import block_prefixes, rank_of_groups, strip_prefixes
+from crashcart.parsers.masking import mask
 
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 TEMPLATE_CHARS = 2000  # longer lines are templated on their head only

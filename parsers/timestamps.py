@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from parsers.attribution import strip_prefixes
+from crashcart.parsers.attribution import strip_prefixes
 
 HEAD = 64  # characters looked at, after launcher prefixes
 _RAW_HEAD = HEAD + 64  # room for the prefixes themselves

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from agent.models import Diagnosis
-from parsers.models import Strict
+from crashcart.agent.models import Diagnosis
+from crashcart.parsers.models import Strict
 
 
 class BatchJob(Strict):

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from crashcart.batch.models import BatchResult
 from crashcart.errors import InputError
-from knowledge.sqlite_db import SqliteStore
+from crashcart.knowledge.sqlite_db import SqliteStore
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "CRASHCART_BATCH_RESULTS"

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from crashcart.batch.models import BatchJob
 from crashcart.errors import InputError
-from parsers.models import Strict
-from parsers.sources import _SKIP_SUFFIXES  # the same files a folder triage skips (checkpoints, images ...)
+from crashcart.parsers.models import Strict
+from crashcart.parsers.sources import _SKIP_SUFFIXES  # the same files a folder triage skips (checkpoints, images ...)
 
 JOB_META = "job.json"
 MANIFEST = "manifest.json"  # written by evals.generator beside logs/

@@ -39,17 +39,17 @@ from crashcart.bot.blocks import (
 from crashcart.bot.config import BotConfig
 from crashcart.bot.requests import HELP, TriageRequest, describe_ask, gather, parse_ask
 from crashcart.errors import CrashcartError, InputError
+from crashcart.knowledge.incident_store import IncidentStore
+from crashcart.knowledge.incidents import Incident
+from crashcart.knowledge.rule_store import RuleStore
+from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.llm import LLMOptions
 from crashcart.stores import default_memory_path, open_memory, open_rule_store
-from knowledge.incident_store import IncidentStore
-from knowledge.incidents import Incident
-from knowledge.rule_store import RuleStore
-from knowledge.taxonomy import FailureClass
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import LLMSettings
 
 log = logging.getLogger("crashcart.bot")
 _USER_ID = re.compile(r"^[A-Z0-9]+$")
@@ -129,7 +129,7 @@ def open_services(config: BotConfig, client: WebClient, chat_model: BaseChatMode
     """The stores the config names (created when missing) and the model settings."""
     settings = None
     if config.llm:
-        from agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
+        from crashcart.agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
 
         settings = Settings.from_env(model=config.llm, base_url=config.llm_base_url)
     memory = open_memory(config.memory_path, create=True)

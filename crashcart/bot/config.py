@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from crashcart.errors import CrashcartError
-from knowledge.loading import describe
+from crashcart.knowledge.loading import describe
 
 Mode = Literal["socket", "http"]
 

@@ -23,7 +23,7 @@ from slack_sdk.errors import SlackApiError
 
 from crashcart.bot.config import BotConfig
 from crashcart.errors import CrashcartError, InputError
-from parsers.models import Strict
+from crashcart.parsers.models import Strict
 
 MAX_FILES = 10
 CHUNK = 1 << 20

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from agent.diagnose import diagnose
-from agent.events import CollectiveTimeoutEvent, FailureEvent, ProgressEvent, XidEvent
-from knowledge.rules import Role, Stage
-from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
-from parsers.models import FileScan, LineRef, TemplateStat
+from crashcart.agent.diagnose import diagnose
+from crashcart.agent.events import CollectiveTimeoutEvent, FailureEvent, ProgressEvent, XidEvent
+from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+from crashcart.parsers.models import FileScan, LineRef, TemplateStat
 
 T0 = datetime(2024, 11, 28, 7, 0, 0)
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import TypeAdapter
 
-from agent.events import (
+from crashcart.agent.events import (
     CheckpointEvent,
     CollectiveTimeoutEvent,
     Event,
@@ -15,9 +15,9 @@ from agent.events import (
     XidEvent,
     build_events,
 )
-from knowledge.rules import Role, Stage
-from knowledge.taxonomy import Action, FailureClass
-from parsers.models import FileScan, LineRef, RuleHit, TemplateStat
+from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.models import FileScan, LineRef, RuleHit, TemplateStat
 
 
 def _hit(file: str, line: int, text: str, cls: FailureClass = FailureClass.STORAGE, *, rule: str = "r",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agent.events import build_events
-from agent.llm_answer import AnswerError, parse_answer
-from agent.llm_context import CHARS_PER_TOKEN, build_context
+from crashcart.agent.events import build_events
+from crashcart.agent.llm_answer import AnswerError, parse_answer
+from crashcart.agent.llm_context import CHARS_PER_TOKEN, build_context
 from crashcart.api import triage
-from evals.generator import JobSpec, generate_job
-from knowledge.rules import load_rules
-from parsers.scan import scan_sources
-from parsers.sources import discover
+from crashcart.evals.generator import JobSpec, generate_job
+from crashcart.knowledge.rules import load_rules
+from crashcart.parsers.scan import scan_sources
+from crashcart.parsers.sources import discover
 
 
 @pytest.fixture(scope="module")

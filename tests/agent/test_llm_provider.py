@@ -15,7 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import ValidationError
 
-from agent.llm_provider import (
+from crashcart.agent.llm_provider import (
     LLMCallError,
     LLMSettings,
     classify_error,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
-from agent.models import Diagnosis, SimilarIncident
-from knowledge.incident_store import MemoryIncidentStore
-from knowledge.incidents import Fingerprint, Incident, Provenance, utcnow
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
+from crashcart.agent.models import Diagnosis, SimilarIncident
+from crashcart.knowledge.incident_store import MemoryIncidentStore
+from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance, utcnow
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 NOW = utcnow()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import re2
 
-from agent import corpora
-from agent.proposals import (
+from crashcart.agent import corpora
+from crashcart.agent.proposals import (
     Rejection,
     Validation,
     derive_from_template,
@@ -18,11 +18,11 @@ from agent.proposals import (
     validate_pattern,
 )
 from crashcart.errors import KnowledgeError
-from knowledge.rule_store import MemoryRuleStore, RuleProposal
-from knowledge.rules import Role, load_rules
-from knowledge.taxonomy import FailureClass
-from parsers.rulefilter import RuleFilter
-from parsers.templater import Templater
+from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal
+from crashcart.knowledge.rules import Role, load_rules
+from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.parsers.rulefilter import RuleFilter
+from crashcart.parsers.templater import Templater
 
 HEALTHY_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "healthy"
 NCCL_INFO = "node00:2211:2290 [0] NCCL INFO Connected all rings"

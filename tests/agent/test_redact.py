@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from agent.redact import Redactor
+from crashcart.agent.redact import Redactor
 
 ALNUM = string.ascii_letters + string.digits
 

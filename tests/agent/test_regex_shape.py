@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import derive, regex_shape
-from agent.regex_shape import NESTED, OVERLAP
+from crashcart.agent import derive, regex_shape
+from crashcart.agent.regex_shape import NESTED, OVERLAP
 
 
 def shape(pattern: str) -> list[str]:

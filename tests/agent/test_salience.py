@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.salience import ERRORISH, mark_rare, salient_templates, template_totals
-from knowledge.rules import load_rules
-from parsers.scan import scan_sources
-from parsers.sources import discover
+from crashcart.agent.salience import ERRORISH, mark_rare, salient_templates, template_totals
+from crashcart.knowledge.rules import load_rules
+from crashcart.parsers.scan import scan_sources
+from crashcart.parsers.sources import discover
 
 
 def _scans(tmp_path: Path):

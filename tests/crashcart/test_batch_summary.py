@@ -10,11 +10,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from rich.console import Console
 
-from agent.models import Diagnosis
+from crashcart.agent.models import Diagnosis
 from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.render import CSV_COLUMNS, BatchOutput, to_csv, to_json, to_markdown, to_table
 from crashcart.batch.summary import summarise
-from knowledge.taxonomy import DEFAULT_ACTION, FailureClass
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 

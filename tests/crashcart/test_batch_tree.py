@@ -10,7 +10,7 @@ import pytest
 
 from crashcart.batch.tree import discover_jobs
 from crashcart.errors import InputError
-from evals.generator import JobSpec, generate_job
+from crashcart.evals.generator import JobSpec, generate_job
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
 

@@ -8,13 +8,13 @@ import pytest
 from fakes.slack_api import BOT_TOKEN
 from slack_sdk import WebClient
 
-from agent.models import Diagnosis
+from crashcart.agent.models import Diagnosis
 from crashcart.bot.actions import ReportCache, confirm_diagnosis, may_decide_rules
 from crashcart.bot.config import BotConfig
 from crashcart.errors import InputError
+from crashcart.knowledge.incident_store import MemoryIncidentStore
+from crashcart.knowledge.taxonomy import Action, FailureClass
 from crashcart.report import Report, ScanStats
-from knowledge.incident_store import MemoryIncidentStore
-from knowledge.taxonomy import Action, FailureClass
 
 
 def _report(cls: FailureClass = FailureClass.STORAGE) -> Report:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from agent.models import Diagnosis, Evidence, SimilarIncident
+from crashcart.agent.models import Diagnosis, Evidence, SimilarIncident
 from crashcart.bot.blocks import (
     CONFIRM,
     CORRECT,
@@ -22,9 +22,9 @@ from crashcart.bot.blocks import (
     report_blocks,
     with_note,
 )
+from crashcart.knowledge.rule_store import RuleProposal
+from crashcart.knowledge.taxonomy import Action, FailureClass
 from crashcart.report import Report, ScanStats
-from knowledge.rule_store import RuleProposal
-from knowledge.taxonomy import Action, FailureClass
 
 HOSTILE = "NCCL WARN <!channel> <!here|here> <@U0ADMIN> <https://evil.example.com|click> @everyone ```x``` &amp;"
 

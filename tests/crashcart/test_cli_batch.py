@@ -15,7 +15,7 @@ import pytest
 from crashcart import cli as cli_module
 from crashcart.batch.models import BatchJob
 from crashcart.cli_batch import batch
-from evals.generator import JobSpec, generate_job
+from crashcart.evals.generator import JobSpec, generate_job
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from crashcart.api import triage
+from crashcart.knowledge.rule_store import SqliteRuleStore
 from crashcart.llm import LLMOptions
-from knowledge.rule_store import SqliteRuleStore
 
 QUORUM = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
 2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group {g} expired

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from crashcart.errors import EvalSetError
-from evals.dataset import LabeledCase, load_evalset
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.evals.dataset import LabeledCase, load_evalset
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 REPO = Path(__file__).resolve().parents[2]
 DEV_CANDIDATES = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.runner import evaluate
+from crashcart.evals.runner import evaluate
 
 
 def test_dev_set_meets_the_promised_figures(dev_evalset: Path) -> None:

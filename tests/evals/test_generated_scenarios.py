@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from crashcart.api import triage
-from evals.generator import JobSpec, generate_job
-from evals.scenarios import SCENARIOS
-from knowledge.taxonomy import FailureClass
+from crashcart.evals.generator import JobSpec, generate_job
+from crashcart.evals.scenarios import SCENARIOS
+from crashcart.knowledge.taxonomy import FailureClass
 
 LAYOUTS = ["per_node", "slurm", "per_rank"]
 

@@ -12,9 +12,9 @@ import pytest
 import zstandard
 from pydantic import ValidationError
 
-from evals.generator import LOGS, MANIFEST, JobSpec, generate_job, main
-from evals.scenarios import SCENARIOS, Scenario, scenario_from_case
-from knowledge.taxonomy import FailureClass
+from crashcart.evals.generator import LOGS, MANIFEST, JobSpec, generate_job, main
+from crashcart.evals.scenarios import SCENARIOS, Scenario, scenario_from_case
+from crashcart.knowledge.taxonomy import FailureClass
 
 WATCHDOG = "Watchdog caught collective operation timeout"
 GLOG = re.compile(r"\[E(\d{4} \d\d:\d\d:\d\d\.\d{6}) ")

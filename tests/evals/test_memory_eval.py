@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals.memory_eval import evaluate_memory
-from evals.render import render_memory
+from crashcart.evals.memory_eval import evaluate_memory
+from crashcart.evals.render import render_memory
 
 RECURRING = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
 2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step {s} after quorum loss on host {h}
@@ -43,7 +43,7 @@ def test_dev_set_memory_is_at_least_as_accurate_as_rules(dev_evalset: Path) -> N
 
 
 def test_calibrated_threshold_splits_same_class_neighbours_from_the_rest() -> None:
-    from evals.memory_eval import calibrate_threshold
+    from crashcart.evals.memory_eval import calibrate_threshold
 
     nearest = [(0.9, True), (0.8, True), (0.6, True), (0.5, False), (0.3, False), (0.7, False)]
     assert calibrate_threshold(nearest) == 0.55  # keeps all 3 same-class, rejects 2 of 3 others
@@ -51,7 +51,7 @@ def test_calibrated_threshold_splits_same_class_neighbours_from_the_rest() -> No
 
 
 def test_llm_mode_is_compared_on_the_same_cases(tmp_path: Path, fake_chat) -> None:
-    from agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import LLMSettings
     from crashcart.llm import LLMOptions
 
     root = _set(tmp_path)

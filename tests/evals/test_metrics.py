@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evals.metrics import (
+from crashcart.evals.metrics import (
     ERROR_COLUMN,
     CaseResult,
     compute_metrics,
@@ -16,7 +16,7 @@ from evals.metrics import (
     normalise_ws,
     rank_number,
 )
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 GH, NET, OOM, BUG, STO = (
     FailureClass.GPU_HARDWARE,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from evals.metrics import CaseResult, compute_metrics
-from evals.render import misclassified, render_markdown, render_text
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.evals.metrics import CaseResult, compute_metrics
+from crashcart.evals.render import misclassified, render_markdown, render_text
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 GH, NET, OOM, STO = (
     FailureClass.GPU_HARDWARE,

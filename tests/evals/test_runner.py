@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.models import Diagnosis, Evidence
+from crashcart.agent.models import Diagnosis, Evidence
 from crashcart.errors import EvalSetError, InputError, KnowledgeError
+from crashcart.evals.metrics import ERROR_COLUMN, CaseResult
+from crashcart.evals.runner import evaluate
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 from crashcart.report import Report, ScanStats
-from evals.metrics import ERROR_COLUMN, CaseResult
-from evals.runner import evaluate
-from knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
 LABELS = [
     {

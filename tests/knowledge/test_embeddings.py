@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from knowledge.embeddings import (
+from crashcart.knowledge.embeddings import (
     Embedder,
     HashingEmbedder,
     OpenAIEmbedder,
@@ -85,7 +85,7 @@ def test_similar_fingerprints_are_close_and_unrelated_ones_far() -> None:
 
 
 def test_vectors_are_identical_across_processes_with_different_hash_seeds() -> None:
-    script = ("import sys; from knowledge.embeddings import HashingEmbedder; "
+    script = ("import sys; from crashcart.knowledge.embeddings import HashingEmbedder; "
               "sys.stdout.write(HashingEmbedder().embed([sys.argv[1]]).tobytes().hex())")
     outs = set()
     for seed in ("1", "2"):

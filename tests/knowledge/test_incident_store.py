@@ -18,10 +18,10 @@ import faiss
 import pytest
 
 from crashcart.errors import KnowledgeError
-from knowledge.embeddings import HashingEmbedder
-from knowledge.incident_store import IncidentStore, MemoryIncidentStore, SqliteIncidentStore
-from knowledge.incidents import Fingerprint, Incident, Provenance
-from knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.embeddings import HashingEmbedder
+from crashcart.knowledge.incident_store import IncidentStore, MemoryIncidentStore, SqliteIncidentStore
+from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance
+from crashcart.knowledge.taxonomy import Action, FailureClass
 
 FAMILIES: dict[FailureClass, list[str]] = {
     FailureClass.NETWORK: [
@@ -285,8 +285,8 @@ def test_a_damaged_or_foreign_index_is_rebuilt_on_the_next_search(tmp_path: Path
 
 WORKER = """
 import os, sys, time
-from knowledge.incident_store import SqliteIncidentStore
-from knowledge.incidents import Fingerprint, Incident, Provenance
+from crashcart.knowledge.incident_store import SqliteIncidentStore
+from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance
 path, tag, n, every = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 while not os.path.exists(path + ".go"):  # all start at once, opening the store included
     time.sleep(0.005)

@@ -14,10 +14,10 @@ import pytest
 from pydantic import ValidationError
 
 from crashcart.errors import KnowledgeError
-from knowledge.rule_store import MemoryRuleStore, RuleProposal, RuleStore, SqliteRuleStore
-from knowledge.rules import Role, Rule
-from knowledge.taxonomy import Action, FailureClass
-from parsers.rulefilter import RuleFilter
+from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal, RuleStore, SqliteRuleStore
+from crashcart.knowledge.rules import Role, Rule
+from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.rulefilter import RuleFilter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -228,8 +228,8 @@ def test_sqlite_store_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> N
 
 WORKER = textwrap.dedent("""
     import sys
-    from knowledge.rule_store import RuleProposal, SqliteRuleStore
-    from knowledge.taxonomy import FailureClass
+    from crashcart.knowledge.rule_store import RuleProposal, SqliteRuleStore
+    from crashcart.knowledge.taxonomy import FailureClass
 
     path, worker = sys.argv[1], int(sys.argv[2])
     store = SqliteRuleStore(path)

@@ -8,8 +8,8 @@ import hyperscan
 import pytest
 
 from crashcart.errors import KnowledgeError
-from knowledge.rules import SIGNATURE_DIR, Role, Rule, load_rule_file, load_rules
-from knowledge.taxonomy import FailureClass
+from crashcart.knowledge.rules import SIGNATURE_DIR, Role, Rule, load_rule_file, load_rules
+from crashcart.knowledge.taxonomy import FailureClass
 
 ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 

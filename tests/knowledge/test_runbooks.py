@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from crashcart.errors import KnowledgeError
-from knowledge.runbooks import RUNBOOK_FILE, UNKNOWN_NODE, load_runbook_file, load_runbooks, mitigation_steps
-from knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+from crashcart.knowledge.runbooks import RUNBOOK_FILE, UNKNOWN_NODE, load_runbook_file, load_runbooks, mitigation_steps
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
 
 def joined(cls: FailureClass, nodes: list[str]) -> str:

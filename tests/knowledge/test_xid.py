@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from crashcart.errors import KnowledgeError
-from knowledge.rules import Role, Rule, load_rules
-from knowledge.taxonomy import FailureClass
-from knowledge.xid import XID_FILE, Cause, load_xid_file, load_xids, xid_info
+from crashcart.knowledge.rules import Role, Rule, load_rules
+from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.knowledge.xid import XID_FILE, Cause, load_xid_file, load_xids, xid_info
 
 REFERENCE_CODES = {8, 13, 31, 32, 38, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120, 122,
                    123, 140, 143, 144, 145, 146, 147, 148, 149, 150}

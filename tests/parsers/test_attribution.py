@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parsers.attribution import (
+from crashcart.parsers.attribution import (
     RANK_PREFIX,
     Attribution,
     attribute_line,

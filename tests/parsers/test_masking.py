@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from parsers.masking import mask
+from crashcart.parsers.masking import mask
 
 # Real lines as training jobs print them, side by side with what Drain3 gets to see.
 REAL_LINES = [
@@ -136,7 +136,7 @@ def test_no_catastrophic_backtracking() -> None:
     # runs in a child process so a regression fails on the timeout instead of hanging the suite.
     script = textwrap.dedent(
         """
-        from parsers.masking import mask
+        from crashcart.parsers.masking import mask
         for word in ("host" + "a" * 200, "compute_capability_mismatch_between_devices_detected_on_this_worker",
                      "node" + "ab_" * 100 + "x", "worker-" + "abc-" * 100 + "!", "0x" + "f" * 5000 + "g",
                      "/a" * 3000 + "!", "1." * 3000 + "x", "ip" + "a" * 500 + "1"):

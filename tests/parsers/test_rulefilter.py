@@ -6,9 +6,9 @@ import hyperscan
 import pytest
 
 from crashcart.errors import KnowledgeError
-from knowledge.rules import Rule
-from parsers import rulefilter
-from parsers.rulefilter import BlockHit, RuleFilter, compile_database
+from crashcart.knowledge.rules import Rule
+from crashcart.parsers import rulefilter
+from crashcart.parsers.rulefilter import BlockHit, RuleFilter, compile_database
 
 
 def _rule(rule_id: str, pattern: str, examples: list[str], **kw: object) -> Rule:

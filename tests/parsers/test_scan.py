@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.rules import Rule
-from parsers import scan as scan_module
-from parsers import sources
-from parsers.models import FileScan
-from parsers.scan import MAX_HITS_PER_RULE_RANK, FileScanner, scan_sources
-from parsers.sources import Source, discover
+from crashcart.knowledge.rules import Rule
+from crashcart.parsers import scan as scan_module
+from crashcart.parsers import sources
+from crashcart.parsers.models import FileScan
+from crashcart.parsers.scan import MAX_HITS_PER_RULE_RANK, FileScanner, scan_sources
+from crashcart.parsers.sources import Source, discover
 
 
 def _rule(rule_id: str, pattern: str, examples: list[str], failure_class: str, role: str, **kw: object) -> Rule:
@@ -314,7 +314,7 @@ def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan
 
 
 def test_split_cuts_on_line_starts_and_covers_the_file(tmp_path: Path) -> None:
-    from parsers.sources import read_blocks, split
+    from crashcart.parsers.sources import read_blocks, split
 
     text = "".join(f"line {i} " + "x" * (i % 13) + "\n" for i in range(500))
     [src] = _job(tmp_path, {"a.log": text.encode()})

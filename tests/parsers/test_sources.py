@@ -12,8 +12,8 @@ import pytest
 import zstandard
 
 from crashcart.errors import CrashcartError, InputError
-from parsers import sources
-from parsers.sources import MAX_LINE, Source, discover, read_blocks
+from crashcart.parsers import sources
+from crashcart.parsers.sources import MAX_LINE, Source, discover, read_blocks
 
 LOG = (
     b"[rank0]: iteration 1 | lm loss: 2.5\n"

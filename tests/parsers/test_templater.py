@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parsers import templater as templater_module
-from parsers.templater import TEMPLATE_CHARS, TemplateCounts, Templater, template_id
+from crashcart.parsers import templater as templater_module
+from crashcart.parsers.templater import TEMPLATE_CHARS, TemplateCounts, Templater, template_id
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from parsers.timestamps import parse_timestamp
+from crashcart.parsers.timestamps import parse_timestamp
 
 Y = 2024  # the year given for formats that leave it out
 

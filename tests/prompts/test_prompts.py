@@ -2,7 +2,7 @@
 
 import pytest
 
-import prompts
+from crashcart import prompts
 
 
 @pytest.mark.parametrize("name", prompts.names())
