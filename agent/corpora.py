@@ -14,7 +14,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 
 HEALTHY_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "healthy"
 RANDOM_LINES = 2000

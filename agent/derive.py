@@ -12,7 +12,7 @@ import re
 
 import re2
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.masking import mask
 

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, XidEvent
-from crashcart.agent.models import Alternative, Diagnosis, Evidence
+from crashcart.agent.models import Alternative, Diagnosis
 from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
-from crashcart.knowledge.rules import Role, Stage
+from crashcart.knowledge.records import Evidence
 from crashcart.knowledge.runbooks import mitigation_steps
-from crashcart.knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass, Role, Stage
 from crashcart.knowledge.xid import xid_info
 from crashcart.parsers.models import FileScan
 

@@ -13,19 +13,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from crashcart.knowledge.rules import Role, Stage
-from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.parsers.models import FileScan, LineRef, RuleHit, Strict
+from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
+from crashcart.parsers.models import FileScan, RuleHit
 
 
-class _EventBase(Strict):
-    time: datetime | None = None
-    file: str
-    line: int
-    node: str | None = None
-    rank: int | None = None
-    text: str
-    count: int = 1
+class _EventBase(LineRef):
+    count: int = 1  # repeats of the line's shape folded into this one event
 
 
 class _SignalBase(_EventBase):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
 from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
 from crashcart.knowledge.incidents import Fingerprint
-from crashcart.knowledge.rules import Role
+from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.models import FileScan
 
 MAX_TEMPLATES = 40

@@ -20,10 +20,10 @@ from crashcart import prompts
 from crashcart.agent.llm_answer import AnswerError, LLMAnswer, answer_schema, parse_answer
 from crashcart.agent.llm_context import Context
 from crashcart.agent.llm_provider import LLMCallError, LLMSettings, cost_usd, estimate_tokens, invoke_with_retry
-from crashcart.agent.models import Diagnosis, Evidence, LLMUsage
+from crashcart.agent.models import Diagnosis, LLMUsage
 from crashcart.agent.redact import Redactor
+from crashcart.knowledge.records import Evidence, Strict
 from crashcart.knowledge.runbooks import mitigation_steps
-from crashcart.parsers.models import Strict
 
 VALIDATION_RETRIES = 2  # re-asks per sample after an invalid answer
 

@@ -12,9 +12,8 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from crashcart.knowledge.rules import Stage
-from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.records import Strict
+from crashcart.knowledge.taxonomy import Action, FailureClass, Stage
 
 
 class LineCite(Strict):

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
 from crashcart.agent.models import Diagnosis
 from crashcart.agent.salience import ERRORISH
+from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
-from crashcart.parsers.models import FileScan, LineRef
+from crashcart.parsers.models import FileScan
 
 CHARS_PER_TOKEN = 4
 LINE_CHARS = 400  # a shown line is cut here

@@ -26,9 +26,10 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
+from crashcart.knowledge.records import Strict
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -48,10 +49,8 @@ _TIMEOUT_TYPES = (("openai", "APITimeoutError"), ("httpx", "TimeoutException"), 
 _CONNECTION_TYPES = (("openai", "APIConnectionError"), ("httpx", "TransportError"), ("httpx2", "TransportError"))
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(Strict):
     """Everything needed to build and call one model; read from the environment by `from_env`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model: str = Field(description="provider:model spec, e.g. openai:gpt-4.1-mini")
     base_url: str | None = None
@@ -84,10 +83,8 @@ class LLMSettings(BaseModel):
         return cls(**values)
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(Strict):
     """A parsed `provider:model` spec; the model part may itself contain colons (ollama tags)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     provider: str
     name: str

@@ -7,22 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from crashcart.knowledge.rules import Role, Stage
-from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.parsers.models import Strict
-
-
-class Evidence(Strict):
-    """A log line that supports the diagnosis, with its provenance."""
-
-    file: str
-    line: int
-    text: str
-    node: str | None = None
-    rank: int | None = None
-    time: datetime | None = None
-    rule_id: str | None = None
-    role: Role | None = None
+from crashcart.knowledge.records import Evidence, Strict
+from crashcart.knowledge.taxonomy import Action, FailureClass, Stage
 
 
 class Alternative(Strict):

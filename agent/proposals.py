@@ -15,15 +15,15 @@ from itertools import accumulate
 
 import hyperscan
 import re2
-from pydantic import BaseModel, ConfigDict
 
 from crashcart.agent import regex_shape
 from crashcart.agent.corpora import healthy_corpus, random_lines
 from crashcart.agent.derive import derive_from_template
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal, hyperscan_database
-from crashcart.knowledge.rules import Role, load_rules
-from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.rules import load_rules
+from crashcart.knowledge.taxonomy import Action, FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
 
 __all__ = ["Rejection", "Validation", "derive_from_template", "healthy_corpus", "propose_from_evidence",
@@ -35,20 +35,16 @@ TEMPLATE_MODEL = "drain3-template"
 _SHOWN = 120  # characters of a line quoted in a reason
 
 
-class Validation(BaseModel):
+class Validation(Strict):
     """The verdict on one pattern: ok only when reasons is empty; notes say what was checked."""
-
-    model_config = ConfigDict(extra="forbid")
 
     ok: bool
     reasons: list[str]
     notes: list[str]
 
 
-class Rejection(BaseModel):
+class Rejection(Strict):
     """What the template proposer returns instead of a proposal when its pattern fails validation."""
-
-    model_config = ConfigDict(extra="forbid")
 
     pattern: str
     reasons: list[str]

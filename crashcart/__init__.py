@@ -1,7 +1,7 @@
 """crashcart: diagnose failed training jobs from their logs.
 
 Public API: `triage(paths) -> Report` and `evaluate(dir) -> EvalReport`. They load lazily, so that
-`crashcart.errors` can be imported by every layer without pulling in the whole pipeline.
+`crashcart.knowledge.errors` can be imported by every layer without pulling in the whole pipeline.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from crashcart.cli_batch import batch
 from crashcart.cli_bot import bot
 from crashcart.cli_cases import cases_app
 from crashcart.cli_rules import rules_app
-from crashcart.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError
 
 app = typer.Typer(
     help="Diagnose failed training jobs from their logs.",

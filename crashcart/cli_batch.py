@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 
 if TYPE_CHECKING:
     from crashcart.batch.models import BatchJob

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 cases_app = typer.Typer(

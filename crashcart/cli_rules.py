@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import FailureClass
 
 rules_app = typer.Typer(help="Proposed fast-filter rules: review, confirm, reject.", no_args_is_help=True)

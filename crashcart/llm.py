@@ -14,9 +14,10 @@ from pydantic import Field
 
 from crashcart.agent.events import Event
 from crashcart.agent.models import Diagnosis, LLMUsage
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.parsers.models import FileScan, Strict
+from crashcart.parsers.models import FileScan
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -11,8 +11,8 @@ from pathlib import Path
 from crashcart.agent.memory import recall
 from crashcart.agent.models import SimilarIncident
 from crashcart.api import triage
-from crashcart.errors import InputError
 from crashcart.evals.dataset import load_evalset
+from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident, Provenance
 from crashcart.knowledge.runbooks import mitigation_steps

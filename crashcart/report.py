@@ -7,8 +7,9 @@ from pydantic import Field
 from crashcart.agent.events import Event
 from crashcart.agent.models import Diagnosis, LLMUsage
 from crashcart.knowledge.incidents import Fingerprint
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal
-from crashcart.parsers.models import Strict, TemplateStat
+from crashcart.parsers.models import TemplateStat
 
 REPORT_VERSION = 1
 

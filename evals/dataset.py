@@ -12,18 +12,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from crashcart.errors import EvalSetError
+from crashcart.knowledge.errors import EvalSetError
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 LABELS_FILE = "labels.jsonl"
 
 
-class LabeledCase(BaseModel):
+class LabeledCase(Strict):
     """One failed job and the diagnosis a correct triage gives it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     path: str = Field(min_length=1)  # relative to the set dir: one log file or a folder of logs

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 import zstandard
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from crashcart.evals.logends import Event, events_text, head_events, tail_events
 from crashcart.evals.logtext import BLOCK, FilePlan, JobPlan, body_chunks
 from crashcart.evals.scenarios import SCENARIOS, Scenario, scenario_from_case
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import FailureClass
 
 MANIFEST = "manifest.json"
@@ -38,15 +39,13 @@ LOGS = "logs"  # the job's log files go in OUT/logs, so a triage of that folder 
 _SUFFIX = {"none": "", "gzip": ".gz", "zstd": ".zst"}
 
 
-class JobSpec(BaseModel):
+class JobSpec(Strict):
     """What to generate.
 
     total_mb sets how many iterations are logged (N); the logs end at the fault as real failed jobs do, so
     fail_at_fraction places the fault in the planned run: the lines read `iteration N/ TOTAL` with
     TOTAL = N / fail_at_fraction (the LR schedule and the checkpoint count follow).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     nodes: int = Field(ge=1, le=4096)
     gpus_per_node: int = Field(8, ge=1, le=64)
@@ -82,10 +81,8 @@ class JobSpec(BaseModel):
         return SCENARIOS[self.scenario] if isinstance(self.scenario, str) else self.scenario
 
 
-class GeneratedFile(BaseModel):
+class GeneratedFile(Strict):
     """One written file; bytes is the size on disk, uncompressed_bytes the log text it holds."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str  # relative to the output folder: logs/node07.log
     kind: Literal["train", "kernel", "scheduler"]
@@ -95,10 +92,8 @@ class GeneratedFile(BaseModel):
     uncompressed_bytes: int
 
 
-class GeneratedJob(BaseModel):
+class GeneratedJob(Strict):
     """The manifest: what was written and the diagnosis a correct triage gives it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     spec: JobSpec
     scenario: str

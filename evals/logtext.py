@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from crashcart.evals.scenarios import Scenario
+from crashcart.knowledge.records import Frozen
 
 BLOCK = 256  # iterations rendered at a time; sporadic events are drawn per block, so output is seed-stable
 SAVE_PAUSE_S = 38.0  # wall time a checkpoint save adds
@@ -32,10 +31,8 @@ TIMERS = [
 ]
 
 
-class JobPlan(BaseModel):
+class JobPlan(Frozen):
     """Everything a worker needs to render any file of the job (derived once from the JobSpec)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     hosts: list[str]
     gpus_per_node: int
@@ -64,10 +61,8 @@ class JobPlan(BaseModel):
         return self.train_start + k * self.iter_s + ((k - 1) // self.save_interval) * SAVE_PAUSE_S
 
 
-class FilePlan(BaseModel):
+class FilePlan(Frozen):
     """One output file and the streams (rank stdout, torchrun agent, syslog, Slurm) written into it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     ranks: list[int] = []
@@ -181,10 +176,8 @@ def unit_template(prefix: str) -> str:
     return emit(prefix, lines)
 
 
-class Pools(BaseModel):
+class Pools(Frozen):
     """Pre-formatted values, cycled with co-prime lengths so the combinations do not repeat soon."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     ms: list[tuple[str, str]]
     grad: list[str]

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
 from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
 from crashcart.agent.models import Diagnosis, SimilarIncident
 from crashcart.evals.dataset import LabeledCase, load_evalset
@@ -21,6 +19,7 @@ from crashcart.evals.metrics import EvalReport, compute_metrics
 from crashcart.evals.runner import case_result
 from crashcart.knowledge.incident_store import MemoryIncidentStore
 from crashcart.knowledge.incidents import Incident
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 from crashcart.report import Report
 
@@ -33,10 +32,8 @@ if TYPE_CHECKING:
 TriageFn = Callable[[list[str]], Report]
 
 
-class LLMTotals(BaseModel):
+class LLMTotals(Strict):
     """What the model cost over the whole set."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model: str
     consulted: int = 0
@@ -49,10 +46,8 @@ class LLMTotals(BaseModel):
     proposals: int = 0
 
 
-class MemoryEvalReport(BaseModel):
+class MemoryEvalReport(Strict):
     """The three modes side by side, plus how often the right class is among the neighbours."""
-
-    model_config = ConfigDict(extra="forbid")
 
     cases: int
     k: int

@@ -16,19 +16,14 @@ import re
 import statistics
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
-
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 ERROR_COLUMN = "error"
 _RANK_LIKE = re.compile(r"^\[?\s*(?:rank\s*)?(\d+)\s*\]?$", re.IGNORECASE)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CaseResult(_Strict):
+class CaseResult(Strict):
     """What the label says and what triage said for one case."""
 
     id: str
@@ -50,7 +45,7 @@ class CaseResult(_Strict):
         return self.error is None and self.predicted_class == self.expected_class
 
 
-class ClassMetrics(_Strict):
+class ClassMetrics(Strict):
     """Precision, recall and F1 of one class; support is how many cases carry it as their label."""
 
     precision: float
@@ -59,7 +54,7 @@ class ClassMetrics(_Strict):
     support: int
 
 
-class EvalReport(_Strict):
+class EvalReport(Strict):
     """The result of `crashcart eval`: headline scalars at the top level, the details below them."""
 
     cases: int

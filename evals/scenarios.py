@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import FailureClass
 
 # Every placeholder a template may use, with a sample value (templates are checked against it at load).
@@ -108,7 +109,7 @@ _IB_ERR = (
 )
 
 
-class Scenario(BaseModel):
+class Scenario(Strict):
     """One way a job dies: the lines each party prints, and how the job ends.
 
     root_lines go to the faulty rank (every node's logging rank when scope is "job"); kernel_lines to the
@@ -116,8 +117,6 @@ class Scenario(BaseModel):
     rank of every other node (of every node when scope is "job") symptom_delay_s later; scheduler_lines to
     the Slurm job output scheduler_delay_s after the fault (None: at the very end).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     failure_class: FailureClass | None

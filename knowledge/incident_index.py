@@ -23,7 +23,7 @@ import faiss
 import numpy as np
 from pydantic import ValidationError
 
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.records import Strict
 
 INDEX_VERSION = 1
 

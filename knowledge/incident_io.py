@@ -9,7 +9,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.incidents import Incident, Provenance
 
 

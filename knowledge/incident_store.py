@@ -15,8 +15,8 @@ from typing import IO, Protocol, runtime_checkable
 
 import numpy as np
 
-from crashcart.errors import KnowledgeError
 from crashcart.knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.incident_index import IndexFiles, VectorIndex, catch_up
 from crashcart.knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
 from crashcart.knowledge.incidents import Fingerprint, Incident

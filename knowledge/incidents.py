@@ -7,10 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from crashcart.agent.models import Evidence
-from crashcart.knowledge.rules import Stage
-from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.records import Evidence, Strict
+from crashcart.knowledge.taxonomy import Action, FailureClass, Stage
 
 INCIDENT_VERSION = 1
 

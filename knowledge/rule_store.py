@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import hyperscan
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.loading import describe
-from crashcart.knowledge.rules import Role, Rule
+from crashcart.knowledge.records import Frozen
+from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.sqlite_db import SqliteStore
-from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.taxonomy import Action, FailureClass, Role
 
 ProposalStatus = Literal["pending", "confirmed", "rejected"]
 Origin = Literal["llm", "template"]
@@ -35,10 +36,8 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class RuleProposal(BaseModel):
+class RuleProposal(Frozen):
     """A regex proposed for a failure the rules do not know, with the evidence it must match and who said so."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field("", pattern=r"^(?:prop-[0-9a-f]{10})?$")  # "" until the store assigns one
     pattern: str = Field(min_length=1)

@@ -7,43 +7,23 @@ backtracking engine on log text.
 
 from __future__ import annotations
 
-from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.loading import load_versioned
-from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+from crashcart.knowledge.records import Frozen, Strict
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role, Stage
 
 SIGNATURE_DIR = Path(__file__).parent / "signatures"
 SCHEMA_VERSION = 1
 
 
-class Role(str, Enum):
-    """How a matching line bears on the diagnosis."""
-
-    ROOT_CAUSE = "root_cause"  # names the failure by itself (an XID 79, CUDA OOM, ENOSPC)
-    SYMPTOM = "symptom"  # follows from some other failure (collective timeout, ChildFailedError)
-    CONTEXT = "context"  # not a failure; tells the stage or the job's state (checkpoint saved)
-
-
-class Stage(str, Enum):
-    """Where in the job's life a line belongs."""
-
-    INIT = "init"
-    TRAINING = "training"
-    CHECKPOINT = "checkpoint"
-    EVALUATION = "evaluation"
-    SHUTDOWN = "shutdown"
-
-
-class Rule(BaseModel):
+class Rule(Frozen):
     """One failure signature."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     pattern: str
@@ -94,10 +74,8 @@ def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
     return re2.compile(pattern, options)
 
 
-class RuleFile(BaseModel):
+class RuleFile(Strict):
     """The shape of one signatures YAML file."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: int = SCHEMA_VERSION
     rules: list[Rule]

@@ -11,9 +11,10 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from crashcart.knowledge.loading import load_versioned
+from crashcart.knowledge.records import Frozen, Strict
 from crashcart.knowledge.taxonomy import FailureClass
 
 RUNBOOK_FILE = Path(__file__).parent / "runbooks.yaml"
@@ -22,10 +23,8 @@ PLACEHOLDERS = frozenset({"nodes", "nodes_space"})
 UNKNOWN_NODE = "<the faulty node>"
 
 
-class Runbook(BaseModel):
+class Runbook(Frozen):
     """What to do about one failure class."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: str = Field(min_length=4)
     summary: str = Field(min_length=8)
@@ -57,10 +56,8 @@ class Runbook(BaseModel):
         return [step.format(nodes=joined, nodes_space=spaced) for step in self.steps]
 
 
-class RunbookFile(BaseModel):
+class RunbookFile(Strict):
     """The shape of runbooks.yaml: one runbook per taxonomy class, no more, no less."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: int = SCHEMA_VERSION
     runbooks: dict[FailureClass, Runbook]

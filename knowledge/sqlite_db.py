@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from crashcart.errors import CrashcartError, KnowledgeError
+from crashcart.knowledge.errors import CrashcartError, KnowledgeError
 
 BUSY_TIMEOUT_S = 60.0
 

@@ -75,3 +75,21 @@ DESCRIPTIONS: dict[FailureClass, str] = {
     FailureClass.CANCELLED: "the job was stopped on purpose (scancel, time limit, preemption)",
     FailureClass.UNKNOWN: "not enough evidence to say",
 }
+
+
+class Role(str, Enum):
+    """How a matching line bears on the diagnosis."""
+
+    ROOT_CAUSE = "root_cause"  # names the failure by itself (an XID 79, CUDA OOM, ENOSPC)
+    SYMPTOM = "symptom"  # follows from some other failure (collective timeout, ChildFailedError)
+    CONTEXT = "context"  # not a failure; tells the stage or the job's state (checkpoint saved)
+
+
+class Stage(str, Enum):
+    """Where in the job's life a line belongs."""
+
+    INIT = "init"
+    TRAINING = "training"
+    CHECKPOINT = "checkpoint"
+    EVALUATION = "evaluation"
+    SHUTDOWN = "shutdown"

@@ -10,9 +10,10 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from crashcart.knowledge.loading import load_versioned
+from crashcart.knowledge.records import Frozen, Strict
 from crashcart.knowledge.taxonomy import FailureClass
 
 XID_FILE = Path(__file__).parent / "xid.yaml"
@@ -32,10 +33,8 @@ class Cause(str, Enum):
     SYMPATHETIC = "sympathetic"
 
 
-class XidInfo(BaseModel):
+class XidInfo(Frozen):
     """One Xid: meaning, cause, vendor bucket, our operator action, and how a failed job is classified."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     code: int = Field(ge=1, le=999)
     meaning: str = Field(min_length=8)
@@ -59,10 +58,8 @@ class XidInfo(BaseModel):
         return self
 
 
-class XidFile(BaseModel):
+class XidFile(Strict):
     """The shape of xid.yaml."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: int = SCHEMA_VERSION
     xids: list[XidInfo] = Field(min_length=1)

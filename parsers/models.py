@@ -2,29 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from pydantic import BaseModel, ConfigDict
-
-from crashcart.knowledge.rules import Role, Stage
-from crashcart.knowledge.taxonomy import Action, FailureClass
-
-
-class Strict(BaseModel):
-    """Base for records that cross a module boundary: unknown fields are an error."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class LineRef(Strict):
-    """One log line, with where it came from and who printed it."""
-
-    file: str
-    line: int  # 1-based
-    text: str
-    node: str | None = None
-    rank: int | None = None
-    time: datetime | None = None
+from crashcart.knowledge.records import LineRef, Strict
+from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
 
 
 class RuleHit(Strict):

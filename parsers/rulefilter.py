@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import hyperscan
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.rules import Rule
 
 

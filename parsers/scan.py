@@ -12,9 +12,11 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from crashcart.knowledge.rules import Role, Rule
+from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.rules import Rule
+from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
-from crashcart.parsers.models import FileScan, LineRef, RuleHit, TemplateStat
+from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
 from crashcart.parsers.rulefilter import BlockHit, RuleFilter
 from crashcart.parsers.sources import Source, read_blocks, split
 from crashcart.parsers.templater import TemplateCounts, Templater, template_id

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 import zstandard
-from pydantic import BaseModel, ConfigDict
 
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
+from crashcart.knowledge.records import Frozen
 
 BLOCK_SIZE = 4 << 20
 MAX_LINE = 8 << 20  # a longer line is cut here (the rest still read, as the next line)
@@ -38,10 +38,8 @@ _BINARY_BYTES = bytes(set(range(32)) - {9, 10, 11, 12, 13, 27})
 Compression = Literal["none", "gzip", "zstd"]
 
 
-class Source(BaseModel):
+class Source(Frozen):
     """One stream of log text and the name it is shown under in evidence."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     display: str
     path: Path | None = None  # None means standard input

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from itertools import product
 
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 
 MAX_HOSTS = 100_000  # a typo like node[1-99999999] must not eat the machine
 _EMPTY = {"", "None assigned", "(null)", "None"}

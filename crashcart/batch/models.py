@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from crashcart.agent.models import Diagnosis
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.records import Strict
 
 
 class BatchJob(Strict):

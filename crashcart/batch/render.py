@@ -12,7 +12,7 @@ from rich.text import Text
 
 from crashcart.batch.models import BatchResult
 from crashcart.batch.summary import BatchSummary, Totals, decider
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.records import Strict
 
 CSV_COLUMNS = ["job_id", "state", "class", "action", "decided_by", "faulty_nodes", "gpus", "elapsed_s",
                "gpu_hours", "status", "error"]

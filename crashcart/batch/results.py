@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from crashcart.batch.models import BatchResult
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.sqlite_db import SqliteStore
 
 SCHEMA_VERSION = 1

@@ -21,7 +21,7 @@ from typing import Any
 
 from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.results import ResultStore
-from crashcart.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError
 
 Progress = Callable[[int, int], None]  # (jobs triaged so far, jobs to triage in this run)
 TriageFn = Callable[[BatchJob, str], BatchResult]

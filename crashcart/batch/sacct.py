@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 
 from crashcart.batch.hostlist import expand_hostlist
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.records import Strict
 
 # The columns `slurm_jobs` asks for, in order. All exist in Slurm 22.05 (checked with `sacct --helpformat`).
 SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "State", "ExitCode", "User", "NodeList", "AllocTRES", "ElapsedRaw",

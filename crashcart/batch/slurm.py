@@ -15,7 +15,7 @@ from pathlib import Path
 from crashcart.batch.models import BatchJob
 from crashcart.batch.sacct import SACCT_FIELDS, SacctRow, parse_sacct, tres_gpus
 from crashcart.batch.slurm_paths import comment_paths, derived_paths, existing, scontrol_paths
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 
 __all__ = ["DEFAULT_STATES", "SacctRow", "job_log_paths", "parse_sacct", "parse_scontrol", "slurm_job_logs",
            "slurm_jobs", "tres_gpus"]

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Literal
 
 from crashcart.batch.models import BatchResult
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.parsers.models import Strict
 
 # Failures of the machine rather than the job. collective_timeout and cuda_error are left out: with no deeper
 # cause in the logs they cannot be pinned on the machine, so the infrastructure share is a lower bound.

@@ -17,8 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from crashcart.batch.models import BatchJob
-from crashcart.errors import InputError
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.errors import InputError
+from crashcart.knowledge.records import Strict
 from crashcart.parsers.sources import _SKIP_SUFFIXES  # the same files a folder triage skips (checkpoints, images ...)
 
 JOB_META = "job.json"

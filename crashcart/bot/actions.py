@@ -17,13 +17,13 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from crashcart.bot.config import BotConfig
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
+from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.memory import incident_from_report, rules_missed
-from crashcart.parsers.models import Strict
 from crashcart.report import Report
 
 KEEP_REPORTS = 1000

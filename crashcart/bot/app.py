@@ -38,7 +38,7 @@ from crashcart.bot.blocks import (
 )
 from crashcart.bot.config import BotConfig
 from crashcart.bot.requests import HELP, TriageRequest, describe_ask, gather, parse_ask
-from crashcart.errors import CrashcartError, InputError
+from crashcart.knowledge.errors import CrashcartError, InputError
 from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.rule_store import RuleStore

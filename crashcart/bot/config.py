@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 
-from crashcart.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError
 from crashcart.knowledge.loading import describe
+from crashcart.knowledge.records import Strict
 
 Mode = Literal["socket", "http"]
 
@@ -22,10 +23,8 @@ TOKEN_ENV = {"bot_token": "SLACK_BOT_TOKEN", "app_token": "SLACK_APP_TOKEN", "si
 NEEDED = {"socket": ("bot_token", "app_token"), "http": ("bot_token", "signing_secret")}
 
 
-class BotConfig(BaseModel):
+class BotConfig(Strict):
     """Everything `crashcart bot` needs; every field can be set in bot.yaml under the same name."""
-
-    model_config = ConfigDict(extra="forbid")
 
     bot_token: SecretStr | None = None  # xoxb-...; $SLACK_BOT_TOKEN
     app_token: SecretStr | None = None  # xapp-..., Socket Mode only; $SLACK_APP_TOKEN

@@ -22,8 +22,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from crashcart.bot.config import BotConfig
-from crashcart.errors import CrashcartError, InputError
-from crashcart.parsers.models import Strict
+from crashcart.knowledge.errors import CrashcartError, InputError
+from crashcart.knowledge.records import Strict
 
 MAX_FILES = 10
 CHUNK = 1 << 20

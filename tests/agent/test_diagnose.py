@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 
 from crashcart.agent.diagnose import diagnose
 from crashcart.agent.events import CollectiveTimeoutEvent, FailureEvent, ProgressEvent, XidEvent
-from crashcart.knowledge.rules import Role, Stage
-from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
-from crashcart.parsers.models import FileScan, LineRef, TemplateStat
+from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role, Stage
+from crashcart.parsers.models import FileScan, TemplateStat
 
 T0 = datetime(2024, 11, 28, 7, 0, 0)
 

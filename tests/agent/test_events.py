@@ -15,9 +15,9 @@ from crashcart.agent.events import (
     XidEvent,
     build_events,
 )
-from crashcart.knowledge.rules import Role, Stage
-from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.parsers.models import FileScan, LineRef, RuleHit, TemplateStat
+from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
+from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
 
 
 def _hit(file: str, line: int, text: str, cls: FailureClass = FailureClass.STORAGE, *, rule: str = "r",

@@ -26,7 +26,7 @@ from crashcart.agent.llm_provider import (
     parse_spec,
     retry_after_s,
 )
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 
 MESSAGES = [SystemMessage("Reply with a JSON object."), HumanMessage("node07: Xid 79, GPU has fallen off the bus")]
 

@@ -17,10 +17,10 @@ from crashcart.agent.proposals import (
     propose_from_evidence,
     validate_pattern,
 )
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal
-from crashcart.knowledge.rules import Role, load_rules
-from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.knowledge.rules import load_rules
+from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
 from crashcart.parsers.templater import Templater
 

@@ -14,8 +14,8 @@ from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.results import ResultStore, default_results_path
 from crashcart.batch.runner import logs_key, run_batch, stat_logs, triage_jobs
 from crashcart.batch.tree import discover_jobs
-from crashcart.errors import InputError
 from crashcart.evals.generator import JobSpec, generate_job
+from crashcart.knowledge.errors import InputError
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
 EXPECTED = {"hw": "gpu_hardware", "ib": "network", "oom": "gpu_oom"}

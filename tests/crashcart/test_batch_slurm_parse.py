@@ -24,7 +24,7 @@ from crashcart.batch.slurm_paths import (
     script_options,
     submit_line_options,
 )
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 
 RECORDED = Path(__file__).resolve().parents[1] / "slurm" / "recorded"
 RECORDED_ROOT = "/tmp/pytest-of-root/pytest-226/slurm0"  # where the recording cluster lived

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from crashcart.batch.tree import discover_jobs
-from crashcart.errors import InputError
 from crashcart.evals.generator import JobSpec, generate_job
+from crashcart.knowledge.errors import InputError
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
 

@@ -11,7 +11,7 @@ from slack_sdk import WebClient
 from crashcart.agent.models import Diagnosis
 from crashcart.bot.actions import ReportCache, confirm_diagnosis, may_decide_rules
 from crashcart.bot.config import BotConfig
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.incident_store import MemoryIncidentStore
 from crashcart.knowledge.taxonomy import Action, FailureClass
 from crashcart.report import Report, ScanStats

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from crashcart.agent.models import Diagnosis, Evidence, SimilarIncident
+from crashcart.agent.models import Diagnosis, SimilarIncident
 from crashcart.bot.blocks import (
     CONFIRM,
     CORRECT,
@@ -22,6 +22,7 @@ from crashcart.bot.blocks import (
     report_blocks,
     with_note,
 )
+from crashcart.knowledge.records import Evidence
 from crashcart.knowledge.rule_store import RuleProposal
 from crashcart.knowledge.taxonomy import Action, FailureClass
 from crashcart.report import Report, ScanStats

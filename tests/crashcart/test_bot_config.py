@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crashcart.bot.config import load_config
-from crashcart.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-env", "SLACK_APP_TOKEN": "xapp-env", "SLACK_SIGNING_SECRET": "env-secret"}
 

@@ -19,7 +19,7 @@ from crashcart.bot.requests import (
     safe_path,
     write_paste,
 )
-from crashcart.errors import InputError
+from crashcart.knowledge.errors import InputError
 
 
 @pytest.mark.parametrize(("text", "ask"), [

@@ -7,7 +7,7 @@ import slack_bolt.adapter.socket_mode as socket_mode
 
 from crashcart.bot.config import BotConfig
 from crashcart.bot.run import serve
-from crashcart.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError
 
 
 class _App:

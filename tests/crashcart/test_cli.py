@@ -100,7 +100,7 @@ def test_debug_env_reraises(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(sys, "argv", ["crashcart", "triage", str(tmp_path / "nope")])
     monkeypatch.setenv("CRASHCART_DEBUG", "1")
     from crashcart import cli as cli_module
-    from crashcart.errors import InputError
+    from crashcart.knowledge.errors import InputError
 
     with pytest.raises(InputError):
         cli_module.main()

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import crashcart.bot.run as run
 from crashcart.cli_bot import bot
-from crashcart.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError
 
 
 @pytest.fixture()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crashcart.errors import EvalSetError
 from crashcart.evals.dataset import LabeledCase, load_evalset
+from crashcart.knowledge.errors import EvalSetError
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from pathlib import Path
 import faiss
 import pytest
 
-from crashcart.errors import KnowledgeError
 from crashcart.knowledge.embeddings import HashingEmbedder
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.incident_store import IncidentStore, MemoryIncidentStore, SqliteIncidentStore
 from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance
 from crashcart.knowledge.taxonomy import Action, FailureClass

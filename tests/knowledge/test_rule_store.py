@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal, RuleStore, SqliteRuleStore
-from crashcart.knowledge.rules import Role, Rule
-from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.knowledge.rules import Rule
+from crashcart.knowledge.taxonomy import Action, FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from pathlib import Path
 import hyperscan
 import pytest
 
-from crashcart.errors import KnowledgeError
-from crashcart.knowledge.rules import SIGNATURE_DIR, Role, Rule, load_rule_file, load_rules
-from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.knowledge.errors import KnowledgeError
+from crashcart.knowledge.rules import SIGNATURE_DIR, Rule, load_rule_file, load_rules
+from crashcart.knowledge.taxonomy import FailureClass, Role
 
 ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.runbooks import RUNBOOK_FILE, UNKNOWN_NODE, load_runbook_file, load_runbooks, mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 

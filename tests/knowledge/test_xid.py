@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crashcart.errors import KnowledgeError
-from crashcart.knowledge.rules import Role, Rule, load_rules
-from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.knowledge.errors import KnowledgeError
+from crashcart.knowledge.rules import Rule, load_rules
+from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.knowledge.xid import XID_FILE, Cause, load_xid_file, load_xids, xid_info
 
 REFERENCE_CODES = {8, 13, 31, 32, 38, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120, 122,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hyperscan
 import pytest
 
-from crashcart.errors import KnowledgeError
+from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.rules import Rule
 from crashcart.parsers import rulefilter
 from crashcart.parsers.rulefilter import BlockHit, RuleFilter, compile_database

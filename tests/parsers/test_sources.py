@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from crashcart.errors import CrashcartError, InputError
+from crashcart.knowledge.errors import CrashcartError, InputError
 from crashcart.parsers import sources
 from crashcart.parsers.sources import MAX_LINE, Source, discover, read_blocks
 

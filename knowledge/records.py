@@ -1,0 +1,43 @@
+"""The records every layer shares: the strict base models, and a log line with where it came from.
+
+They sit at the bottom of the house so that the stores (knowledge), the parsers and the agent all speak of
+a line, and of the evidence for a diagnosis, in one way.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from crashcart.knowledge.taxonomy import Role
+
+
+class Strict(BaseModel):
+    """Base for records that cross a module boundary: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Frozen(Strict):
+    """A strict record that cannot change once made: loaded knowledge, keys, settings shared across threads."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LineRef(Strict):
+    """One log line, with where it came from and who printed it."""
+
+    file: str
+    line: int  # 1-based
+    text: str
+    node: str | None = None
+    rank: int | None = None
+    time: datetime | None = None
+
+
+class Evidence(LineRef):
+    """A log line that supports a diagnosis, with the rule that fired on it."""
+
+    rule_id: str | None = None
+    role: Role | None = None
