@@ -123,7 +123,6 @@ class MemoryIncidentStore:
 
 SCHEMA_VERSION = 1
 _SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
     """CREATE TABLE IF NOT EXISTS incidents (
         rowid INTEGER PRIMARY KEY AUTOINCREMENT,
         id TEXT UNIQUE NOT NULL,
@@ -156,39 +155,19 @@ class SqliteIncidentStore(SqliteStore):
     """
 
     def __init__(self, path: str | Path, embedder: Embedder | None = None, *, reembed: bool = False) -> None:
-        self._open(path, "an incident store")
+        self._open(path, "an incident store", fix="give another store path or restore it from an export")
         self._files = IndexFiles(self.path)
         self._index: VectorIndex | None = None
         with self._closing_on_error():
             offered = embedder or HashingEmbedder()
-            meta = self._init_schema(offered)
+            meta = self._init_schema(SCHEMA_VERSION, _SCHEMA, [
+                ("store_uid", secrets.token_hex(8)), ("generation", "0"), ("rebuild_generation", "0"),
+                ("embedder", offered.name), ("dim", str(offered.dim)),
+            ])
             self._uid = meta["store_uid"]
             self.embedder = self._resolve_embedder(meta, embedder, offered, reembed)
 
     # -- opening -------------------------------------------------------------------------------------------
-
-    def _init_schema(self, offered: Embedder) -> dict[str, str]:
-        try:
-            with self._write() as db:
-                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-                    self._check_version(dict(db.execute("SELECT key, value FROM meta")))
-                for stmt in _SCHEMA:
-                    db.execute(stmt)
-                db.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", [
-                    ("schema_version", str(SCHEMA_VERSION)), ("store_uid", secrets.token_hex(8)),
-                    ("generation", "0"), ("rebuild_generation", "0"),
-                    ("embedder", offered.name), ("dim", str(offered.dim)),
-                ])
-                return dict(db.execute("SELECT key, value FROM meta"))
-        except sqlite3.DatabaseError as exc:
-            raise KnowledgeError(f"{self.path}: not a usable incident store ({exc}); "
-                                 "give another store path or restore it from an export") from exc
-
-    def _check_version(self, meta: dict[str, str]) -> None:
-        version = int(meta.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise KnowledgeError(f"{self.path}: incident store schema v{version} was written by a newer crashcart "
-                                 f"(this one reads up to v{SCHEMA_VERSION}); upgrade crashcart to open it")
 
     def _resolve_embedder(self, meta: dict[str, str], given: Embedder | None, offered: Embedder,
                           reembed: bool) -> Embedder:

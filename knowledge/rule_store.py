@@ -191,7 +191,6 @@ class MemoryRuleStore:
 SCHEMA_VERSION = 1
 _LIVE = "('pending', 'confirmed')"
 _SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
     """CREATE TABLE IF NOT EXISTS proposals (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         id TEXT UNIQUE NOT NULL,
@@ -216,25 +215,7 @@ class SqliteRuleStore(SqliteStore):
     def __init__(self, path: str | Path) -> None:
         self._open(path, "a rule store")
         with self._closing_on_error():
-            self._init_schema()
-
-    def _init_schema(self) -> None:
-        try:
-            with self._write() as db:
-                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-                    self._check_version(dict(db.execute("SELECT key, value FROM meta")))
-                for stmt in _SCHEMA:
-                    db.execute(stmt)
-                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                           (str(SCHEMA_VERSION),))
-        except sqlite3.DatabaseError as exc:
-            raise KnowledgeError(f"{self.path}: not a usable rule store ({exc}); give another store path") from exc
-
-    def _check_version(self, meta: dict[str, str]) -> None:
-        version = int(meta.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise KnowledgeError(f"{self.path}: rule store schema v{version} was written by a newer crashcart "
-                                 f"(this one reads up to v{SCHEMA_VERSION}); upgrade crashcart to open it")
+            self._init_schema(SCHEMA_VERSION, _SCHEMA)
 
     def _query(self, sql: str, args: tuple = ()) -> list[RuleProposal]:
         with self._lock:

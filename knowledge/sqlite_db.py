@@ -10,10 +10,10 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from crashcart.knowledge.errors import CrashcartError, KnowledgeError
 
@@ -83,10 +83,36 @@ class SqliteStore:
     _conn: sqlite3.Connection
     _lock: threading.RLock
 
-    def _open(self, path: str | Path, what: str, **connect_options: Any) -> None:
+    def _open(
+        self, path: str | Path, what: str, fix: str = "give another store path",
+        error: type[CrashcartError] = KnowledgeError,
+    ) -> None:
         self.path = Path(path)
+        self._what, self._fix, self._error = what, fix, error
         self._lock = threading.RLock()
-        self._conn = connect(self.path, what, **connect_options)
+        self._conn = connect(self.path, what, fix, error)
+
+    def _init_schema(self, version: int, tables: Sequence[str], meta: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+        """Create the tables and the meta rows a new store starts with, and return the meta rows.
+
+        A file written by a newer schema is refused rather than misread: its rows may carry fields this
+        version would drop on the next write.
+        """
+        try:
+            with self._write() as db:
+                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+                found = int(dict(db.execute("SELECT key, value FROM meta")).get("schema_version", "0"))
+                if found > version:
+                    raise self._error(f"{self.path}: {self._what} whose schema v{found} was written by a newer crashcart "
+                                      f"(this one reads up to v{version}); upgrade crashcart to open it, or "
+                                      f"{self._fix}")
+                for stmt in tables:
+                    db.execute(stmt)
+                db.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                               [("schema_version", str(version)), *meta])
+                return dict(db.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as exc:
+            raise self._error(f"{self.path}: not usable as {self._what} ({exc}); {self._fix}") from exc
 
     @contextmanager
     def _closing_on_error(self) -> Iterator[None]:

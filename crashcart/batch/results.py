@@ -7,7 +7,6 @@ writes (workers send their results back), but a second batch or a reader may ope
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -19,7 +18,6 @@ from crashcart.knowledge.sqlite_db import SqliteStore
 SCHEMA_VERSION = 1
 RESULTS_ENV = "CRASHCART_BATCH_RESULTS"
 _SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
     """CREATE TABLE IF NOT EXISTS results (
         job_id TEXT PRIMARY KEY,
         logs_key TEXT NOT NULL,
@@ -44,24 +42,7 @@ class ResultStore(SqliteStore):
     def __init__(self, path: str | Path) -> None:
         self._open(path, "a batch result store", fix="give another with --results PATH", error=InputError)
         with self._closing_on_error():
-            self._init_schema()
-
-    def _init_schema(self) -> None:
-        try:
-            with self._write() as db:
-                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-                    meta = dict(db.execute("SELECT key, value FROM meta"))
-                    version = int(meta.get("schema_version", "0"))
-                    if version > SCHEMA_VERSION:
-                        raise InputError(f"{self.path}: batch results schema v{version} was written by a newer "
-                                         f"crashcart (this one reads v{SCHEMA_VERSION}); upgrade, or give another "
-                                         "--results PATH")
-                for stmt in _SCHEMA:
-                    db.execute(stmt)
-                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                           (str(SCHEMA_VERSION),))
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"{self.path}: not a batch result store ({exc}); give another --results PATH") from exc
+            self._init_schema(SCHEMA_VERSION, _SCHEMA)
 
     def _read(self, sql: str, args: tuple = ()) -> list[BatchResult]:
         with self._lock:
