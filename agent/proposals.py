@@ -1,4 +1,4 @@
-"""Checking a proposed rule before an operator sees it, and the template proposer built on those checks.
+"""Checking a proposed rule before an operator sees it, and the one builder of proposals on those checks.
 
 A proposal (from the LLM agent or from `derive_from_template`) reaches the queue in knowledge/rule_store.py only
 with a `Validation` that says it compiles in both engines of the fast filter, has no backtracking-prone shape,
@@ -21,13 +21,14 @@ from crashcart.agent.corpora import healthy_corpus, random_lines
 from crashcart.agent.derive import derive_from_template
 from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.records import Strict
-from crashcart.knowledge.rule_store import RuleProposal, hyperscan_database
+from crashcart.knowledge.rule_store import Origin, RuleProposal, hyperscan_database
 from crashcart.knowledge.rules import load_rules
-from crashcart.knowledge.taxonomy import Action, FailureClass, Role
+from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
+from crashcart.parsers.templater import Templater
 
-__all__ = ["Rejection", "Validation", "derive_from_template", "healthy_corpus", "propose_from_evidence",
-           "validate_pattern"]
+__all__ = ["Validation", "derive_from_template", "healthy_corpus", "propose", "propose_from_line",
+           "propose_from_suggestion", "validate_pattern"]
 
 MIN_LITERALS = 8  # `error`, `\d+ failed`, `.*` fall short; `NCCL WARN` just makes it
 MAX_RANDOM_SHARE = 0.01  # of the random log-like lines a specific rule may match
@@ -41,14 +42,6 @@ class Validation(Strict):
     ok: bool
     reasons: list[str]
     notes: list[str]
-
-
-class Rejection(Strict):
-    """What the template proposer returns instead of a proposal when its pattern fails validation."""
-
-    pattern: str
-    reasons: list[str]
-    notes: list[str] = []
 
 
 def validate_pattern(pattern: str, examples: list[str], healthy: Iterable[str] | None = None) -> Validation:
@@ -182,23 +175,38 @@ def _joined(lines: tuple[str, ...]) -> tuple[bytes, list[int]]:
     return b"\n".join(encoded), starts
 
 
-def propose_from_evidence(
-    line: str, template: str, failure_class: FailureClass, *, job: str, explanation: str | None = None,
-    role: Role = Role.ROOT_CAUSE, action: Action | None = None, priority: int = 60,
-    healthy: Iterable[str] | None = None,
-) -> RuleProposal | Rejection:
-    """The template proposer: derive a regex from an evidence line's template, validate it, and return an
-    unsaved proposal (origin "template") carrying the validation notes, or a Rejection with the reasons."""
-    example = line.rstrip("\r\n")
-    try:
-        pattern = derive_from_template(template, example)
-    except KnowledgeError as exc:
-        return Rejection(pattern="", reasons=[str(exc)])
-    verdict = validate_pattern(pattern, [example], healthy)
-    if not verdict.ok:
-        return Rejection(pattern=pattern, reasons=verdict.reasons, notes=verdict.notes)
+def propose(
+    pattern: str, examples: list[str], failure_class: FailureClass, *, origin: Origin, model: str, job: str,
+    explanation: str, healthy: Iterable[str] | None = None,
+) -> RuleProposal:
+    """The one way a proposal is made: validated, and pending when it passes, else rejected with every reason.
+
+    A rejected proposal is kept (not raised) so that the operator, the bot and the report can show why.
+    """
+    check = validate_pattern(pattern, examples, healthy)
     return RuleProposal(
-        pattern=pattern, failure_class=failure_class, action=action, role=role, priority=priority,
-        explanation=explanation or f"Derived from the template of an evidence line no rule knew: {template[:160]}",
-        examples=[example], origin="template", model=TEMPLATE_MODEL, job=job, validation=verdict.notes,
+        pattern=pattern, failure_class=failure_class, explanation=explanation, examples=examples, origin=origin,
+        model=model, job=job, status="pending" if check.ok else "rejected", reason="; ".join(check.reasons) or None,
+        validation=check.notes + check.reasons,
+    )
+
+
+def propose_from_line(
+    line: str, failure_class: FailureClass, *, job: str, healthy: Iterable[str] | None = None
+) -> RuleProposal:
+    """The template proposer, no model needed: a regex derived from the Drain3 template of a confirmed line."""
+    text = line.rstrip("\r\n")
+    templater = Templater()
+    template = templater.template(templater.template_index(text.encode()))
+    return propose(
+        derive_from_template(template, text), [text], failure_class, origin="template", model=TEMPLATE_MODEL,
+        job=job, explanation=f"derived from the confirmed line: {text[:200]}", healthy=healthy,
+    )
+
+
+def propose_from_suggestion(suggestion: dict, model: str, job: str) -> RuleProposal:
+    """The model's regex (an answer's proposed_rule plus the lines it cited) as a proposal."""
+    return propose(
+        suggestion["regex"], suggestion["examples"], FailureClass(suggestion["failure_class"]), origin="llm",
+        model=model, job=job, explanation=f"{suggestion['why']} (suggested by {model})",
     )

@@ -1,94 +1,13 @@
-"""The library entry points every user path calls: the CLI, the bot, batch triage and tests."""
+"""crashcart's public Python API: what the CLI, the bot, batch triage, evals and users' scripts call.
+
+Each name is a library function or record re-exported under one stable home, so callers never import the
+layers below by their module paths.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
+from crashcart.agent.consult import LLMOptions
+from crashcart.agent.pipeline import triage
+from crashcart.agent.report import Report, ScanStats
 
-from crashcart.agent.diagnose import diagnose
-from crashcart.agent.events import build_events
-from crashcart.agent.fingerprint import fingerprint
-from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, with_memory
-from crashcart.agent.salience import mark_rare, salient_templates
-from crashcart.knowledge.incident_store import IncidentStore
-from crashcart.knowledge.rule_store import RuleStore
-from crashcart.knowledge.rules import Rule, load_rules
-from crashcart.llm import LLMOptions, consult, should_consult
-from crashcart.parsers.scan import scan_sources
-from crashcart.parsers.sources import discover
-from crashcart.report import Report, ScanStats
-
-if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
-    from crashcart.agent.llm_provider import LLMSettings
-
-MAX_REPORT_EVENTS = 300
-
-
-def triage(
-    paths: Sequence[str | Path], *, rules: Sequence[Rule] | None = None, workers: int | None = None,
-    memory: IncidentStore | None = None, k: int = 5, novelty: float = NOVELTY_THRESHOLD,
-    rule_store: RuleStore | None = None,
-    llm: LLMSettings | None = None, llm_options: LLMOptions | None = None, chat_model: BaseChatModel | None = None,
-) -> Report:
-    """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
-
-    With an incident `memory`, the diagnosis lists the k most similar past incidents, lets them decide when
-    the rules are unsure, and says when the failure is new. A `rule_store` adds the operator-confirmed rules
-    to the fast filter and receives the model's rule proposals. With `llm` settings (or a `chat_model`), the
-    model is consulted when rules and memory are unsure.
-    """
-    started = time.perf_counter()
-    sources = discover([str(p) for p in paths])
-    active = list(rules) if rules is not None else load_rules()
-    if rule_store is not None:
-        active += rule_store.confirmed_rules()
-    loaded = time.perf_counter()
-    scans = scan_sources(sources, active, workers)
-    scanned = time.perf_counter()
-    mark_rare(scans)
-    events = build_events(scans)
-    diagnosis = diagnose(events, scans)
-    print_ = fingerprint(scans, events)
-    if memory is not None:
-        diagnosis = with_memory(diagnosis, recall(memory, print_, k), novelty)
-    usage, proposals = None, []
-    options = llm_options or LLMOptions()
-    if (llm is not None or chat_model is not None) and should_consult(diagnosis, options):
-        from crashcart.agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
-
-        settings = llm or Settings(model="custom:chat-model")
-        diagnosis, usage, proposals = consult(
-            scans, events, diagnosis, settings=settings, options=options, chat_model=chat_model,
-            rule_store=rule_store, job=", ".join(str(p) for p in paths),
-        )
-    llm_done = time.perf_counter()
-    size = sum(s.bytes for s in scans)
-    done = llm_done
-    seconds = done - started
-    stats = ScanStats(
-        files=len(scans), lines=sum(s.lines for s in scans), bytes=size,
-        rule_hits=sum(len(s.hits) + s.hits_dropped for s in scans),
-        templates=len({t.template_id for s in scans for t in s.templates}),
-        seconds=round(seconds, 3), mb_per_s=round(size / 1e6 / seconds, 1) if seconds > 0 else 0.0,
-    )
-    return Report(
-        paths=[str(p) for p in paths],
-        diagnosis=diagnosis,
-        events=events[:MAX_REPORT_EVENTS],
-        events_omitted=max(0, len(events) - MAX_REPORT_EVENTS),
-        templates=salient_templates(scans),
-        stats=stats,
-        fingerprint=print_,
-        llm=usage,
-        proposals=proposals,
-        timings={
-            "load_rules": round(loaded - started, 3),
-            "scan": round(scanned - loaded, 3),
-            "diagnose": round(done - scanned - (usage.seconds if usage else 0.0), 3),
-            "llm": round(usage.seconds, 3) if usage else 0.0,
-        },
-    )
+__all__ = ["LLMOptions", "Report", "ScanStats", "triage"]

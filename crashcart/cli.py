@@ -66,8 +66,8 @@ def triage(
     redact_hosts: Annotated[bool, typer.Option(help="also pseudonymise node names and IPs sent to the model")] = False,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
+    from crashcart.agent.consult import LLMOptions
     from crashcart.api import triage as run_triage
-    from crashcart.llm import LLMOptions
     from crashcart.render import to_json, to_markdown, to_terminal
     from crashcart.stores import open_memory, open_rule_store
 
@@ -118,8 +118,8 @@ def eval_(
 
     settings = _llm_settings(llm, llm_base_url) if llm else None
     if memory or settings is not None:
+        from crashcart.agent.consult import LLMOptions
         from crashcart.evals.memory_eval import evaluate_memory
-        from crashcart.llm import LLMOptions
 
         compared = evaluate_memory(directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples))
         if fmt is Format.json:

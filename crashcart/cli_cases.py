@@ -44,7 +44,9 @@ def add(
     memory: MemoryOpt = None,
 ) -> None:
     """Store a confirmed incident: a job's logs with its class, or a whole labeled set."""
-    from crashcart.memory import add_from_evalset, add_from_paths, rules_missed
+    from crashcart.agent.cases import add_from_paths
+    from crashcart.evals.incidents import add_from_evalset
+    from crashcart.stores import open_rule_store
 
     store = _store(memory, create=True)
     if labels is not None:
@@ -55,14 +57,10 @@ def add(
         raise InputError("give the job's log paths, or --labels DIR for a labeled set")
     if failure_class is None and not confirm:
         raise InputError("say what the failure was: --class CLASS, or --confirm to accept the diagnosis")
-    incident, report = add_from_paths(store, paths, failure_class=failure_class, action=action, job=job,
-                                      confirmed_by=by, resolution=resolution)
+    incident, proposal = add_from_paths(store, paths, failure_class=failure_class, action=action, job=job,
+                                        confirmed_by=by, resolution=resolution, rule_store=open_rule_store(create=True))
     print(f"added {incident.id}: {incident.failure_class.value} -> {incident.action.value}")
-    if rules_missed(report, incident.failure_class):  # teach the fast filter too, once an operator agrees
-        from crashcart.proposals import propose_from_report
-        from crashcart.stores import open_rule_store
-
-        proposal = propose_from_report(report, incident.failure_class, store=open_rule_store(create=True))
+    if proposal is not None:  # the rules missed it: the fast filter learns too, once an operator agrees
         verdict = "queued rule proposal" if proposal.status == "pending" else "no rule proposed"
         print(f"{verdict} {proposal.id or ''}: {proposal.pattern} ({'; '.join(proposal.validation[:2])})")
 
@@ -109,7 +107,7 @@ def search(
     memory: MemoryOpt = None,
 ) -> None:
     """The stored incidents most similar to a new job's logs."""
-    from crashcart.memory import search_paths
+    from crashcart.agent.cases import search_paths
 
     table = Table("similarity", "id", "class", "action", "job", "resolution", box=None)
     for item in search_paths(_store(memory), paths, k):

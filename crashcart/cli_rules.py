@@ -94,7 +94,7 @@ def propose(
     store: StoreOpt = None,
 ) -> None:
     """Derive a rule, without any model, from the Drain3 template of a confirmed failure's evidence line."""
-    from crashcart.proposals import propose_from_triage
+    from crashcart.agent.cases import propose_from_triage
 
     proposal = propose_from_triage(paths, failure_class, line=line, store=_store(store, create=True))
     verdict: Literal["queued", "rejected"] = "queued" if proposal.status == "pending" else "rejected"

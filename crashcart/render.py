@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from crashcart.report import Report
+from crashcart.agent.report import Report
 
 _CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
 from crashcart.agent.models import Diagnosis, SimilarIncident
+from crashcart.agent.report import Report
 from crashcart.evals.dataset import LabeledCase, load_evalset
 from crashcart.evals.metrics import EvalReport, compute_metrics
 from crashcart.evals.runner import case_result
@@ -21,13 +22,12 @@ from crashcart.knowledge.incident_store import MemoryIncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
-from crashcart.report import Report
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from crashcart.agent.consult import LLMOptions
     from crashcart.agent.llm_provider import LLMSettings
-    from crashcart.llm import LLMOptions
 
 TriageFn = Callable[[list[str]], Report]
 
@@ -89,7 +89,7 @@ def evaluate_memory(
     llm: LLMSettings | None = None, chat_model: BaseChatModel | None = None, llm_options: LLMOptions | None = None,
 ) -> MemoryEvalReport:
     """Leave-one-out over the set at root, in the three modes (four with a model)."""
-    from crashcart.memory import incident_from_report  # lazy: loads the pipeline
+    from crashcart.agent.cases import incident_from_report  # lazy: loads the pipeline
 
     if triage_fn is None:
         from crashcart.api import triage as triage_fn

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crashcart.agent.models import Diagnosis
+from crashcart.agent.report import Report
 from crashcart.evals.dataset import LabeledCase, load_evalset
 from crashcart.evals.metrics import CaseResult, EvalReport, compute_metrics
 from crashcart.knowledge.errors import CrashcartError
-from crashcart.report import Report
 
 TriageFn = Callable[[list[str]], Report]
 

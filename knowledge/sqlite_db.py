@@ -103,9 +103,9 @@ class SqliteStore:
                 db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
                 found = int(dict(db.execute("SELECT key, value FROM meta")).get("schema_version", "0"))
                 if found > version:
-                    raise self._error(f"{self.path}: {self._what} whose schema v{found} was written by a newer crashcart "
-                                      f"(this one reads up to v{version}); upgrade crashcart to open it, or "
-                                      f"{self._fix}")
+                    raise self._error(f"{self.path}: {self._what} whose schema v{found} was written by a newer "
+                                      f"crashcart (this one reads up to v{version}); upgrade crashcart to open it, "
+                                      f"or {self._fix}")
                 for stmt in tables:
                     db.execute(stmt)
                 db.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",

@@ -16,6 +16,8 @@ from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from crashcart.agent.cases import incident_from_report, teach_rules
+from crashcart.agent.report import Report
 from crashcart.bot.config import BotConfig
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.incident_store import IncidentStore
@@ -23,8 +25,6 @@ from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.memory import incident_from_report, rules_missed
-from crashcart.report import Report
 
 KEEP_REPORTS = 1000
 
@@ -103,15 +103,8 @@ def confirm_diagnosis(cache: ReportCache, memory: IncidentStore, report_id: str,
 
 def propose_rule(saved: SavedReport, incident: Incident, rule_store: RuleStore) -> RuleProposal | None:
     """Like `crashcart cases add`: a confirmed class the rules missed queues a rule from its evidence line."""
-    report = saved.report
-    if not rules_missed(report, incident.failure_class) or not report.diagnosis.evidence:
-        return None
-    if any(p.status == "pending" and p.failure_class is incident.failure_class for p in report.proposals):
-        return None  # the model already proposed one, shown on the reply
-    from crashcart.proposals import propose_from_report
-
-    proposal = propose_from_report(report, incident.failure_class, store=rule_store)
-    return proposal if proposal.status == "pending" else None
+    proposal = teach_rules(saved.report, incident.failure_class, rule_store)
+    return proposal if proposal is not None and proposal.status == "pending" else None
 
 
 def may_decide_rules(user_id: str, config: BotConfig, client: WebClient) -> bool:

@@ -20,6 +20,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from crashcart.agent.consult import LLMOptions
 from crashcart.api import triage
 from crashcart.bot.actions import ReportCache, SavedReport, confirm_diagnosis, decide_rule, propose_rule
 from crashcart.bot.blocks import (
@@ -43,7 +44,6 @@ from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.rule_store import RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.llm import LLMOptions
 from crashcart.stores import default_memory_path, open_memory, open_rule_store
 
 if TYPE_CHECKING:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from crashcart.agent.report import Report
 from crashcart.knowledge.rule_store import RuleProposal
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.render import where
-from crashcart.report import Report
 
 SECTION_CHARS = 3000
 HEADER_CHARS = 150

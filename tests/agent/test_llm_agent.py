@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from fakes.chat import rate_limit_error, timeout_error
 
+from crashcart.agent.consult import LLMOptions
 from crashcart.agent.llm_provider import LLMSettings
 from crashcart.api import triage
 from crashcart.knowledge.rule_store import MemoryRuleStore
-from crashcart.llm import LLMOptions
 
 LOG = """2026-03-01 10:00:01 INFO step 100 loss 2.11
 2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group 7 expired

@@ -10,15 +10,14 @@ import re2
 
 from crashcart.agent import corpora
 from crashcart.agent.proposals import (
-    Rejection,
     Validation,
     derive_from_template,
     healthy_corpus,
-    propose_from_evidence,
+    propose_from_line,
     validate_pattern,
 )
 from crashcart.knowledge.errors import KnowledgeError
-from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal
+from crashcart.knowledge.rule_store import MemoryRuleStore
 from crashcart.knowledge.rules import load_rules
 from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
@@ -228,16 +227,15 @@ def test_a_template_that_does_not_fit_the_line_falls_back_to_the_line() -> None:
     assert re2.search(pattern, "RuntimeError: shard 3 of /ckpt/run2/x is truncated")
 
 
-# -- propose_from_evidence: the no-LLM proposer end to end -------------------------------------------------------
+# -- propose_from_line: the no-LLM proposer end to end -----------------------------------------------------------
 
 
-def test_propose_from_evidence_gives_an_unsaved_template_proposal() -> None:
+def test_propose_from_line_gives_an_unsaved_template_proposal() -> None:
     line, elsewhere = CASES[4]
-    proposed = propose_from_evidence(line, _template(line), FailureClass.GPU_HARDWARE, job="job-4280674")
-    assert isinstance(proposed, RuleProposal)
+    proposed = propose_from_line(line + "\r\n", FailureClass.GPU_HARDWARE, job="job-4280674")
     assert (proposed.id, proposed.status, proposed.origin, proposed.model) == ("", "pending", "template",
                                                                               "drain3-template")
-    assert proposed.examples == [line] and proposed.validation
+    assert proposed.examples == [line] and proposed.validation and proposed.reason is None
     store = MemoryRuleStore()
     rule = store.confirm(store.propose(proposed).id, "alice")
     assert rule.source.endswith(":job-4280674:drain3-template")
@@ -245,8 +243,9 @@ def test_propose_from_evidence_gives_an_unsaved_template_proposal() -> None:
     assert [h.text for h in hits] == [elsewhere]
 
 
-def test_propose_from_evidence_rejects_a_healthy_looking_line() -> None:
-    rejected = propose_from_evidence(NCCL_INFO, _template(NCCL_INFO), FailureClass.NETWORK, job="job-1")
-    assert isinstance(rejected, Rejection)
+def test_propose_from_line_rejects_a_healthy_looking_line_with_its_reasons() -> None:
+    rejected = propose_from_line(NCCL_INFO, FailureClass.NETWORK, job="job-1")
+    assert rejected.status == "rejected"
     assert rejected.pattern.startswith("NCCL[ \\t]+INFO")
-    assert any(r.startswith("matches healthy line") for r in rejected.reasons)
+    assert rejected.reason is not None and rejected.reason.startswith("matches healthy line")
+    assert any(r.startswith("matches healthy line") for r in rejected.validation)

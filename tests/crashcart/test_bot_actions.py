@@ -9,12 +9,12 @@ from fakes.slack_api import BOT_TOKEN
 from slack_sdk import WebClient
 
 from crashcart.agent.models import Diagnosis
+from crashcart.agent.report import Report, ScanStats
 from crashcart.bot.actions import ReportCache, confirm_diagnosis, may_decide_rules
 from crashcart.bot.config import BotConfig
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.incident_store import MemoryIncidentStore
 from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.report import Report, ScanStats
 
 
 def _report(cls: FailureClass = FailureClass.STORAGE) -> Report:

@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 
 from crashcart.agent.models import Diagnosis, SimilarIncident
+from crashcart.agent.report import Report, ScanStats
 from crashcart.bot.blocks import (
     CONFIRM,
     CORRECT,
@@ -25,7 +26,6 @@ from crashcart.bot.blocks import (
 from crashcart.knowledge.records import Evidence
 from crashcart.knowledge.rule_store import RuleProposal
 from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.report import Report, ScanStats
 
 HOSTILE = "NCCL WARN <!channel> <!here|here> <@U0ADMIN> <https://evil.example.com|click> @everyone ```x``` &amp;"
 

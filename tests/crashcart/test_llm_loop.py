@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from crashcart.agent.consult import LLMOptions
 from crashcart.api import triage
 from crashcart.knowledge.rule_store import SqliteRuleStore
-from crashcart.llm import LLMOptions
 
 QUORUM = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
 2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group {g} expired

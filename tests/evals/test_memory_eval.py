@@ -51,8 +51,8 @@ def test_calibrated_threshold_splits_same_class_neighbours_from_the_rest() -> No
 
 
 def test_llm_mode_is_compared_on_the_same_cases(tmp_path: Path, fake_chat) -> None:
+    from crashcart.agent.consult import LLMOptions
     from crashcart.agent.llm_provider import LLMSettings
-    from crashcart.llm import LLMOptions
 
     root = _set(tmp_path)
     replies = []

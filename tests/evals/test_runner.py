@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from crashcart.agent.models import Diagnosis
+from crashcart.agent.report import Report, ScanStats
 from crashcart.evals.metrics import ERROR_COLUMN, CaseResult
 from crashcart.evals.runner import evaluate
 from crashcart.knowledge.errors import EvalSetError, InputError, KnowledgeError
 from crashcart.knowledge.records import Evidence
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
-from crashcart.report import Report, ScanStats
 
 LABELS = [
     {

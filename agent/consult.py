@@ -57,22 +57,10 @@ def consult(
                            token_budget=options.token_budget, redact_hosts=options.redact_hosts)
     proposals = []
     if outcome.suggestion is not None:
-        proposal = _proposal(outcome.suggestion, settings.model, job)
+        from crashcart.agent.proposals import propose_from_suggestion  # lazy: the validators load on a suggestion
+
+        proposal = propose_from_suggestion(outcome.suggestion, settings.model, job)
         if rule_store is not None and proposal.status == "pending":
             proposal = rule_store.propose(proposal)
         proposals.append(proposal)
     return outcome.diagnosis, outcome.usage, proposals
-
-
-def _proposal(suggestion: dict, model: str, job: str) -> RuleProposal:
-    """The model's regex as a proposal: pending if it validates, else rejected with the reasons."""
-    from crashcart.agent.proposals import healthy_corpus, validate_pattern
-
-    check = validate_pattern(suggestion["regex"], suggestion["examples"], healthy_corpus())
-    return RuleProposal(
-        pattern=suggestion["regex"], failure_class=suggestion["failure_class"],
-        explanation=f"{suggestion['why']} (suggested by {model})",
-        examples=suggestion["examples"], origin="llm", model=model, job=job,
-        status="pending" if check.ok else "rejected", reason="; ".join(check.reasons) or None,
-        validation=check.notes + check.reasons,
-    )
