@@ -1,20 +1,60 @@
-"""Shared fixtures: where the labeled dev set lives (beside the repository, as in CI)."""
+"""Shared fixtures: every test isolated from the user's HOME and CRASHCART_* settings, the labeled dev set
+(beside the repository, as in CI), the CLI, and the LLM and Slack test doubles."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Read at import, before `isolated_env` clears every CRASHCART_* variable: it configures the suite, not crashcart.
+DEV_EVALSET_ENV = os.environ.get("CRASHCART_DEV_EVALSET", "")
+
+
+# -- isolation: no test reads or writes the user's real state ---------------------------------------------------
+
+XDG_DIRS = (("XDG_DATA_HOME", "share"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
+            ("XDG_STATE_HOME", "state"))
+
+
+def isolate(patch: pytest.MonkeyPatch, home: Path) -> None:
+    """HOME and the XDG folders under `home`; no CRASHCART_* from the outer shell; remote models refused.
+
+    Subprocesses a test starts inherit all of it, as long as they build their environment from os.environ.
+    """
+    for var in [v for v in os.environ if v.startswith("CRASHCART_")]:
+        patch.delenv(var)
+    patch.setenv("HOME", str(home))
+    for var, sub in XDG_DIRS:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        patch.setenv(var, str(home / sub))
+    patch.setenv("CRASHCART_LOCAL_MODELS_ONLY", "1")  # make_chat_model refuses any endpoint off this machine
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same isolation for module- and session-scoped fixtures, which run before any test's own."""
+    with pytest.MonkeyPatch.context() as patch:
+        isolate(patch, tmp_path_factory.mktemp("session-home"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh HOME per test (beside tmp_path, not in it, so a test's own folder holds only what it made)."""
+    home = tmp_path_factory.mktemp("home")
+    isolate(monkeypatch, home)
+    return home
 
 
 @pytest.fixture(scope="session")
 def dev_evalset() -> Path:
     """../shared/evalsets/dev, or $CRASHCART_DEV_EVALSET."""
-    for cand in (os.environ.get("CRASHCART_DEV_EVALSET", ""), str(REPO.parent / "shared" / "evalsets" / "dev")):
+    for cand in (DEV_EVALSET_ENV, str(REPO.parent / "shared" / "evalsets" / "dev")):
         if cand and (Path(cand) / "labels.jsonl").is_file():
             return Path(cand)
     pytest.skip("dev eval set not found beside the repository (set CRASHCART_DEV_EVALSET)")

@@ -24,6 +24,8 @@ GPU_TYPE = "h100"  # typed, so AllocTRES shows both gres/gpu=N and gres/gpu:h100
 CPUS = 16  # more than the machine has (config_overrides): every test job fits at once
 MEMORY_MB = 8000
 DAEMONS = ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged")  # stop order
+# Read at import: tests/conftest.py clears CRASHCART_* before any fixture starts the cluster.
+NO_CGROUP = bool(os.environ.get("CRASHCART_SLURM_NO_CGROUP"))
 
 SLURM_CONF = """\
 ClusterName={cluster}
@@ -122,7 +124,7 @@ class SlurmCluster:
         self.first_job_id = random.randrange(1_000_000, 60_000_000)  # cgroup v1 paths are per job id: keep apart
         self.ports = {"ctld_port": free_port(), "slurmd_port": free_port(), "dbd_port": free_port(),
                       "db_port": free_port()}
-        self.oom_enforced = cgroup_v1_memory() and not os.environ.get("CRASHCART_SLURM_NO_CGROUP")
+        self.oom_enforced = cgroup_v1_memory() and not NO_CGROUP
         path = os.environ.get("PATH", "/usr/bin:/bin")
         self.env = {**os.environ, "SLURM_CONF": str(root / "etc" / "slurm.conf"), "PATH": f"{path}:/usr/sbin:/sbin"}
         self.timings: dict[str, float] = {}

@@ -23,6 +23,8 @@ from crashcart.batch.sacct import SACCT_FIELDS, parse_sacct
 from crashcart.batch.slurm import job_log_paths, slurm_job_logs, slurm_jobs
 from crashcart.batch.slurm_paths import derived_paths
 
+# Read at import: tests/conftest.py clears CRASHCART_* before each test runs.
+RECORD_DIR = os.environ.get("CRASHCART_SLURM_RECORD", "")
 TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
             "DEADLINE"}
 
@@ -294,7 +296,7 @@ def test_node_fail(slurm_cluster: SlurmCluster, submitted, timed_out) -> None:
 
 def _record(cluster: SlurmCluster, submitted: dict[str, str], suffix: str = "") -> None:
     """With CRASHCART_SLURM_RECORD=DIR, save the real outputs the offline tests replay."""
-    target = os.environ.get("CRASHCART_SLURM_RECORD")
+    target = RECORD_DIR
     if not target:
         return
     out = Path(target)
