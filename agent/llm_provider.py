@@ -10,7 +10,8 @@ A model is named by a spec, `provider:model`:
 
 There is one retry policy, ours (`invoke_with_retry`): the SDK's own retries are switched off so a rate limit
 is not retried 3 x 5 times behind our back, and so tests can drive every delay through an injected `sleep`.
-Under pytest, `make_chat_model` refuses any endpoint that is not this machine: no test can reach a real LLM.
+With $CRASHCART_LOCAL_MODELS_ONLY=1 `make_chat_model` refuses any endpoint that is not this machine; the test
+suite sets it for every test, so no test can reach a real LLM.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 OPENAI_COMPATIBLE = ("openai", "ollama", "vllm", "llamacpp")
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+LOCAL_ONLY_ENV = "CRASHCART_LOCAL_MODELS_ONLY"
 BACKOFF_CAP_S = 30.0
 MAX_RETRY_AFTER_S = 60.0  # a server asking for longer means a quota, not a blip: give up instead of hanging
 SPEC_EXAMPLE = "openai:gpt-4.1-mini, ollama:llama3.1:8b or vllm:Qwen/Qwen2.5-7B-Instruct"
@@ -133,11 +135,16 @@ def _is_local(url: str | None) -> bool:
     return bool(url) and (urlsplit(str(url)).hostname or "").lower() in LOCAL_HOSTS
 
 
+def local_models_only() -> bool:
+    """$CRASHCART_LOCAL_MODELS_ONLY is 1/true/yes: only endpoints on this machine (the test suite sets it)."""
+    return os.environ.get(LOCAL_ONLY_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def _guard(endpoint: str | None, spec: str) -> None:
-    """Under pytest, refuse any endpoint that is not this machine (style item 11)."""
-    if "PYTEST_CURRENT_TEST" in os.environ and not _is_local(endpoint):
-        raise RuntimeError(f"tests must not reach a real LLM: {spec} would call {endpoint or 'its provider'}; "
-                           "use the openai_server or fake_chat fixture")
+    """With $CRASHCART_LOCAL_MODELS_ONLY set, refuse any endpoint that is not this machine (style item 11)."""
+    if local_models_only() and not _is_local(endpoint):
+        raise InputError(f"{spec} would call {endpoint or 'its provider'}, not this machine, and "
+                         f"{LOCAL_ONLY_ENV} is set: use a model on 127.0.0.1/localhost or unset {LOCAL_ONLY_ENV}")
 
 
 def _openai_compatible(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:

@@ -1,4 +1,4 @@
-"""agent/llm_provider.py: specs, model construction, the pytest guard, retries through the real SDK, costs."""
+"""agent/llm_provider.py: specs, model construction, the local-only guard, retries through the real SDK, costs."""
 
 from __future__ import annotations
 
@@ -105,23 +105,60 @@ def test_openai_without_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) 
         make_chat_model(LLMSettings(model="openai:gpt-4.1", api_key_env="MY_OPENAI_KEY"))
 
 
-def test_guard_refuses_the_real_openai_under_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_only_refuses_the_real_openai_in_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-not-a-key")
-    with pytest.raises(RuntimeError, match=r"tests must not reach a real LLM: openai:gpt-4.1 would call "
-                                           r"https://api\.openai\.com"):
+    with pytest.raises(InputError) as err:
         make_chat_model(LLMSettings(model="openai:gpt-4.1"))
+    assert str(err.value) == ("openai:gpt-4.1 would call https://api.openai.com/v1, not this machine, and "
+                              "CRASHCART_LOCAL_MODELS_ONLY is set: use a model on 127.0.0.1/localhost or unset "
+                              "CRASHCART_LOCAL_MODELS_ONLY")
 
 
-@pytest.mark.parametrize("url", ["http://gpu-box:8000/v1", "https://api.together.xyz/v1", "http://10.0.0.7:8080/v1"])
-def test_guard_refuses_any_remote_compatible_server(url: str) -> None:
-    with pytest.raises(RuntimeError, match="tests must not reach a real LLM"):
+@pytest.mark.parametrize("url", ["http://gpu-box:8000/v1", "https://api.together.xyz/v1", "http://10.0.0.7:8080/v1",
+                                 "http://localhost.example.com/v1"])
+@pytest.mark.parametrize("value", ["1", "true", "YES"])
+def test_local_only_refuses_any_remote_compatible_server(monkeypatch: pytest.MonkeyPatch, url: str,
+                                                        value: str) -> None:
+    monkeypatch.setenv("CRASHCART_LOCAL_MODELS_ONLY", value)
+    with pytest.raises(InputError, match=f"would call {url}, not this machine, and CRASHCART_LOCAL_MODELS_ONLY"):
         make_chat_model(LLMSettings(model="vllm:qwen", base_url=url))
 
 
-def test_guard_checks_where_the_sdk_really_points() -> None:
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/v1", "http://localhost:9/v1", "http://[::1]:9/v1"])
+def test_local_only_allows_this_machine(url: str) -> None:
+    assert make_chat_model(LLMSettings(model="vllm:qwen", base_url=url)).openai_api_base == url
+
+
+@pytest.fixture()
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection or name lookup fails the test: building a model must not touch the network."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network call while building a model: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "no"])
+def test_without_local_only_a_remote_model_is_built_without_calling_it(monkeypatch: pytest.MonkeyPatch, no_network,
+                                                                       value: str | None) -> None:
+    if value is None:
+        monkeypatch.delenv("CRASHCART_LOCAL_MODELS_ONLY")
+    else:
+        monkeypatch.setenv("CRASHCART_LOCAL_MODELS_ONLY", value)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-not-a-key")
+    assert str(make_chat_model(LLMSettings(model="openai:gpt-4.1")).root_client.base_url) == (
+        "https://api.openai.com/v1/")
+    remote = make_chat_model(LLMSettings(model="vllm:qwen", base_url="http://gpu-box:8000/v1"))
+    assert remote.openai_api_base == "http://gpu-box:8000/v1"
+
+
+def test_local_only_checks_where_the_sdk_really_points() -> None:
     """A LangSmith gateway context rewrites even an explicit base_url; the guard reads the built client."""
     gateway = pytest.importorskip("langchain_core.utils._gateway")
-    with gateway.langsmith_gateway(api_key="lsv2-dummy"), pytest.raises(RuntimeError, match="smith.langchain"):
+    with gateway.langsmith_gateway(api_key="lsv2-dummy"), pytest.raises(InputError, match="smith.langchain"):
         make_chat_model(LLMSettings(model="openai:x", base_url="http://127.0.0.1:9/v1"))
 
 
@@ -171,7 +208,7 @@ def test_other_providers_go_through_init_chat_model(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("MY_ANTHROPIC_KEY", "k-dummy")
     chat_base._get_chat_model_creator.cache_clear()
     try:
-        with pytest.raises(RuntimeError, match="tests must not reach a real LLM: anthropic:claude-x"):
+        with pytest.raises(InputError, match="anthropic:claude-x would call its provider, not this machine"):
             make_chat_model(LLMSettings(model="anthropic:claude-x"))  # no base_url: the provider's own cloud
         make_chat_model(LLMSettings(model="anthropic:claude-x", base_url="http://127.0.0.1:9",
                                     api_key_env="MY_ANTHROPIC_KEY", timeout_s=9))
