@@ -45,7 +45,8 @@ class _Section:
     """Lines added until the section's share of the budget is spent."""
 
     def __init__(self, budget_chars: int) -> None:
-        self.budget, self.lines, self.used = budget_chars, [], 0
+        self.budget, self.used = budget_chars, 0
+        self.lines: list[str] = []
 
     def add(self, line: str) -> bool:
         if self.used + len(line) + 1 > self.budget:

@@ -16,10 +16,11 @@ from crashcart.agent.diagnose import diagnose
 from crashcart.agent.events import build_events
 from crashcart.agent.fingerprint import fingerprint
 from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, with_memory
+from crashcart.agent.models import LLMUsage
 from crashcart.agent.report import Report, ScanStats
 from crashcart.agent.salience import mark_rare, salient_templates
 from crashcart.knowledge.incident_store import IncidentStore
-from crashcart.knowledge.rule_store import RuleStore
+from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers.scan import scan_sources
 from crashcart.parsers.sources import discover
@@ -59,7 +60,8 @@ def triage(
     print_ = fingerprint(scans, events)
     if memory is not None:
         diagnosis = with_memory(diagnosis, recall(memory, print_, k), novelty)
-    usage, proposals = None, []
+    usage: LLMUsage | None = None
+    proposals: list[RuleProposal] = []
     options = llm_options or LLMOptions()
     if (llm is not None or chat_model is not None) and should_consult(diagnosis, options):
         from crashcart.agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for

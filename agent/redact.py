@@ -15,6 +15,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from functools import partial
 
 _A = re.ASCII
 
@@ -211,7 +212,7 @@ class Redactor:
             text = self._private_keys(text)
         for kind, keywords, pattern in _TOKENS:
             if any(k in text for k in keywords):
-                text = pattern.sub(lambda m, kind=kind: self._token_sub(m, kind), text)
+                text = pattern.sub(partial(self._token_sub, kind=kind), text)
         if "://" in text:
             text = _URL_PASS.sub(self._url_sub, text)
         lower = text.lower()

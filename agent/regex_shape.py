@@ -18,7 +18,7 @@ from typing import Any
 try:  # Python 3.11+
     from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse  # type: ignore[no-redef]
+    import sre_parse
 
 Items = Any  # a parsed sequence: a SubPattern or a plain list of (op, argument) pairs
 _ALL = frozenset(range(257))  # Latin-1 plus 256, which stands for "any character above U+00FF"

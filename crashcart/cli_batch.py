@@ -83,10 +83,10 @@ def _jobs(root: Path | None, slurm: bool, since: str | None, until: str | None, 
     if slurm == (root is not None):
         raise InputError("give a ROOT folder of job folders, or --slurm to ask Slurm for failed jobs (not both)")
     if root is None:
-        from crashcart.batch.slurm import slurm_jobs  # lazy: only --slurm needs sacct
+        from crashcart.batch.slurm import DEFAULT_STATES, slurm_jobs  # lazy: only --slurm needs sacct
 
         wanted = [s.strip() for s in states.split(",") if s.strip()] if states else []
-        return slurm_jobs(since=since, until=until, **({"states": wanted} if wanted else {}))
+        return slurm_jobs(since=since, until=until, states=wanted or DEFAULT_STATES)
     if since or until or states:
         raise InputError("--since, --until and --states go with --slurm; a tree takes every job under ROOT")
     from crashcart.batch.tree import discover_jobs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal, overload
 
 from crashcart.knowledge.incident_store import SqliteIncidentStore
 from crashcart.knowledge.rule_store import SqliteRuleStore
@@ -27,12 +28,20 @@ def default_rules_path() -> Path:
     return Path(os.environ[RULES_ENV]) if os.environ.get(RULES_ENV) else data_dir() / "rules.db"
 
 
+@overload
+def open_memory(path: str | Path | None = ..., *, create: Literal[True]) -> SqliteIncidentStore: ...
+@overload
+def open_memory(path: str | Path | None = ..., *, create: bool = ...) -> SqliteIncidentStore | None: ...
 def open_memory(path: str | Path | None = None, *, create: bool = False) -> SqliteIncidentStore | None:
     """The incident store at path (or the default); None when it does not exist and create is False."""
     where = Path(path) if path is not None else default_memory_path()
     return SqliteIncidentStore(where) if create or where.exists() else None
 
 
+@overload
+def open_rule_store(path: str | Path | None = ..., *, create: Literal[True]) -> SqliteRuleStore: ...
+@overload
+def open_rule_store(path: str | Path | None = ..., *, create: bool = ...) -> SqliteRuleStore | None: ...
 def open_rule_store(path: str | Path | None = None, *, create: bool = False) -> SqliteRuleStore | None:
     """The rule store at path (or the default); None when it does not exist and create is False."""
     where = Path(path) if path is not None else default_rules_path()

@@ -257,7 +257,8 @@ def _fault(plan: JobPlan, tf: float, fault: int | None) -> list[Event]:
 
 
 def _symptoms(plan: JobPlan, t_sym: float, fault: int | None) -> list[Event]:
-    s, gpn, ev = plan.scenario, plan.gpus_per_node, []
+    s, gpn = plan.scenario, plan.gpus_per_node
+    ev: list[Event] = []
     if not s.symptom_lines:
         return ev
     for n in range(len(plan.hosts)):

@@ -209,7 +209,7 @@ def iter_values(plan: JobPlan, a: int, b: int) -> list[tuple[object, ...]]:
     p = pools(plan.seed, plan.iter_s)
     ms, grad, noise, timers = p.ms, p.grad, p.noise, p.timers
     warm, total = 2000, max(plan.train_iters, 2001)
-    out = []
+    out: list[tuple[object, ...]] = []
     for k in range(a + 1, b + 1):
         lr = 3e-4 * k / warm if k < warm else 3e-5 + 1.35e-4 * (1 + math.cos(math.pi * (k - warm) / (total - warm)))
         loss = 1.9 + 8.9 * (1 + k / 40.0) ** -0.45 + noise[k % 1019]

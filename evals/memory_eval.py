@@ -92,7 +92,9 @@ def evaluate_memory(
     from crashcart.agent.cases import incident_from_report  # lazy: loads the pipeline
 
     if triage_fn is None:
-        from crashcart.api import triage as triage_fn
+        from crashcart.api import triage
+
+        triage_fn = triage
     cases: list[LabeledCase] = load_evalset(Path(root))
     runs: list[tuple[LabeledCase, Report, float]] = []
     for case in cases:

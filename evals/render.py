@@ -61,8 +61,9 @@ def render_text(report: EvalReport) -> RenderableType:
         summary.add_row(name, value)
 
     per_class = Table(title="per class")
-    for col, justify in (("class", "left"), ("P", "right"), ("R", "right"), ("F1", "right"), ("n", "right")):
-        per_class.add_column(col, justify=justify)
+    per_class.add_column("class", justify="left")
+    for col in ("P", "R", "F1", "n"):
+        per_class.add_column(col, justify="right")
     for cls, m in report.per_class.items():
         per_class.add_row(cls, f"{m.precision:.2f}", f"{m.recall:.2f}", f"{m.f1:.2f}", str(m.support))
 

@@ -29,7 +29,9 @@ def evaluate(
     root = Path(root)
     cases = load_evalset(root)
     if triage_fn is None:
-        from crashcart.api import triage as triage_fn  # lazy: the whole pipeline loads only when needed
+        from crashcart.api import triage  # lazy: the whole pipeline loads only when needed
+
+        triage_fn = triage
     results: list[CaseResult] = []
     for case in cases:
         result = run_case(case, root, triage_fn)

@@ -48,7 +48,8 @@ def normalise(rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm as float32; all-zero rows stay zero (no division by zero)."""
     rows = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    unit: np.ndarray = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    return unit
 
 
 def stable_hash(token: str) -> int:
@@ -126,7 +127,7 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model_name: str) -> None:
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
         except ImportError as exc:
             raise RuntimeError(
                 f"embedder 'st:{model_name}' needs sentence-transformers: pip install sentence-transformers"

@@ -6,6 +6,7 @@ no features embeds to a zero row and is similar to nothing: its search returns [
 
 from __future__ import annotations
 
+import builtins
 import secrets
 import sqlite3
 from collections.abc import Iterable
@@ -45,7 +46,7 @@ class IncidentStore(Protocol):
 
     def count(self) -> int: ...
 
-    def search(self, fingerprint: Fingerprint, k: int = 5) -> list[tuple[Incident, float]]:
+    def search(self, fingerprint: Fingerprint, k: int = 5) -> builtins.list[tuple[Incident, float]]:
         """The k most similar incidents with their cosine similarity, best first."""
         ...
 
@@ -102,7 +103,7 @@ class MemoryIncidentStore:
     def count(self) -> int:
         return len(self._items)
 
-    def search(self, fingerprint: Fingerprint, k: int = 5) -> list[tuple[Incident, float]]:
+    def search(self, fingerprint: Fingerprint, k: int = 5) -> builtins.list[tuple[Incident, float]]:
         query = self.embedder.embed([fingerprint.text()])[0]
         if not self._items or k <= 0 or not query.any():
             return []
@@ -197,7 +198,7 @@ class SqliteIncidentStore(SqliteStore):
         with self._write() as db:
             rows = db.execute("SELECT rowid, body FROM incidents").fetchall()
             texts = [Incident.model_validate_json(body).fingerprint.text() for _, body in rows]
-            vectors = embedder.embed(texts) if rows else []
+            vectors = embedder.embed(texts) if rows else np.zeros((0, embedder.dim), np.float32)
             db.executemany("UPDATE incidents SET vector = ? WHERE rowid = ?",
                            [(_blob(v), rowid) for (rowid, _), v in zip(rows, vectors, strict=True)])
             db.executemany("UPDATE meta SET value = ? WHERE key = ?",
@@ -224,7 +225,8 @@ class SqliteIncidentStore(SqliteStore):
         return self._insert(list(incidents), renew_on_clash=False)
 
     def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> list[Incident]:
-        vectors = self.embedder.embed([i.fingerprint.text() for i in incidents]) if incidents else []
+        vectors = (self.embedder.embed([i.fingerprint.text() for i in incidents]) if incidents
+                   else np.zeros((0, self.embedder.dim), np.float32))
         stored: list[Incident] = []
         with self._write() as db:
             self._check_embedder(db)
@@ -274,7 +276,7 @@ class SqliteIncidentStore(SqliteStore):
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM incidents").fetchone()[0])
 
-    def search(self, fingerprint: Fingerprint, k: int = 5) -> list[tuple[Incident, float]]:
+    def search(self, fingerprint: Fingerprint, k: int = 5) -> builtins.list[tuple[Incident, float]]:
         query = self.embedder.embed([fingerprint.text()])[0]
         if k <= 0 or not query.any():
             return []

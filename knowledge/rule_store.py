@@ -10,6 +10,7 @@ compile or that misses one of its own examples, so the operator never meets a qu
 
 from __future__ import annotations
 
+import builtins
 import secrets
 import sqlite3
 import threading
@@ -132,7 +133,7 @@ class RuleStore(Protocol):
 
     def reject(self, id: str, by: str, reason: str) -> RuleProposal: ...
 
-    def confirmed_rules(self) -> list[Rule]:
+    def confirmed_rules(self) -> builtins.list[Rule]:
         """Every confirmed proposal as a Rule, in the order they were proposed."""
         ...
 
@@ -175,7 +176,7 @@ class MemoryRuleStore:
             p = self._items[id] = _decided(self._get(id), "rejected", by, reason)
             return p
 
-    def confirmed_rules(self) -> list[Rule]:
+    def confirmed_rules(self) -> builtins.list[Rule]:
         return [to_rule(p, p.decided_by or "?", p.decided_at or p.created_at) for p in self.list("confirmed")]
 
     def close(self) -> None:
@@ -217,7 +218,7 @@ class SqliteRuleStore(SqliteStore):
         with self._closing_on_error():
             self._init_schema(SCHEMA_VERSION, _SCHEMA)
 
-    def _query(self, sql: str, args: tuple = ()) -> list[RuleProposal]:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> builtins.list[RuleProposal]:
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
         return [RuleProposal.model_validate_json(body) for (body,) in rows]
@@ -259,7 +260,7 @@ class SqliteRuleStore(SqliteStore):
             self._update(db, p)
         return p
 
-    def confirmed_rules(self) -> list[Rule]:
+    def confirmed_rules(self) -> builtins.list[Rule]:
         return [to_rule(p, p.decided_by or "?", p.decided_at or p.created_at) for p in self.list("confirmed")]
 
 

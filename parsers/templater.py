@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from drain3.drain import Drain, LogCluster
 
@@ -26,7 +27,7 @@ MAX_CLUSTERS = 50_000
 class TemplateCounts:
     """Per-file tallies: (rank, template index) -> [count, first line no, first line, last no, last line]."""
 
-    stats: dict[tuple[int | None, int], list] = field(default_factory=dict)
+    stats: dict[tuple[int | None, int], list[Any]] = field(default_factory=dict)
     lines: int = 0
 
 
@@ -79,10 +80,10 @@ class Templater:
         del keys[n:]  # the empty piece after a final newline
         if prefixes is not None:
             del prefixes[n:]
-        pairs: list = list(zip(prefixes, keys, strict=True)) if prefixes is not None else keys
+        pairs: list[Any] = list(zip(prefixes, keys, strict=True)) if prefixes is not None else keys
         tally = Counter(pairs)
         last = dict(zip(pairs, range(n), strict=True))
-        first: dict | None = None  # built only for a block that brings a new (rank, template) slot
+        first: dict[Any, int] | None = None  # built only for a block that brings a new (rank, template) slot
         fast, stats = self._fast, counts.stats
         for pair, count in tally.items():
             groups, key = pair if prefixes is not None else ((), pair)
@@ -106,7 +107,7 @@ class Templater:
 
     def template(self, index: int) -> str:
         """The template text as Drain3 has generalised it so far."""
-        return self._clusters[index].get_template()
+        return str(self._clusters[index].get_template())
 
 
 def template_id(template: str) -> str:
