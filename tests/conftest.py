@@ -120,6 +120,17 @@ def fake_chat(monkeypatch: pytest.MonkeyPatch):
     return lambda script: ScriptedChatModel(script=list(script))
 
 
+# -- Slurm test double: stub sacct/scontrol first on PATH, replaying recorded output ----------------------------
+
+
+@pytest.fixture()
+def slurm_stubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`slurm_stubs.stub("sacct", text_or_reply_or_routes)`, `.calls("sacct")` (see fakes.slurm); tmp_path/bin."""
+    from fakes.slurm import SlurmStubs
+
+    return SlurmStubs(tmp_path / "bin", monkeypatch)
+
+
 # -- Slack test double: the bot's WebClient talks to a local fake of the Web API ---------------------------------
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 from fakes.slack_api import BOT_TOKEN, event_body, signed
 from fakes.slack_bot import CHANNEL, SECRET, texts
+from fakes.slurm import recorded
 from slack_bolt import BoltRequest
 
 import crashcart.bot.app as bot_app
+from crashcart.batch.sacct import SACCT_FIELDS
 from crashcart.bot.blocks import CONFIRM, CORRECT, RULE_CONFIRM, RULE_REJECT
 from crashcart.stores import open_memory, open_rule_store
 
@@ -160,27 +160,42 @@ def test_an_uploaded_log_is_downloaded_with_the_token_and_triaged(make_bot) -> N
     assert len(bot.api.downloads) == 1
 
 
-def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(make_bot, bot_logs: Path, monkeypatch) -> None:
-    (bot_logs / "slurm-4242.out").write_text(OOM)
-    asked = []
-
-    def slurm_job_logs(job_id: str) -> list[Path]:
-        asked.append(job_id)
-        return {"4242": [bot_logs / "slurm-4242.out"], "13": [Path("/etc/shadow")]}[job_id]
-
-    monkeypatch.setitem(sys.modules, "crashcart.batch.slurm", types.SimpleNamespace(slurm_job_logs=slurm_job_logs))
+def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(make_bot, bot_logs: Path, tmp_path: Path, slurm_stubs,
+                                                             monkeypatch) -> None:
+    """The real crashcart.batch.slurm, against sacct/scontrol stubs replaying what Slurm 22.05 printed."""
+    cluster = bot_logs / "slurm0"  # the recording cluster's folder, moved under the bot's log root
+    log = cluster / "jobs" / "logs" / "train-oom-17039282.out"  # scontrol's StdOut for job 17039282
+    log.parent.mkdir(parents=True)
+    log.write_text(OOM)
+    outside = tmp_path / "elsewhere" / "secret.log"
+    outside.parent.mkdir()
+    outside.write_text("not the bot's to read\n")
+    slurm_stubs.stub("sacct", {
+        "--jobs 13": f"13|13|peek|FAILED|1:0|ann|vm|cpu=1|5|2026-12-01T07:01:13|2026-12-01T07:01:18|/w|{outside}|"
+                     "sbatch peek.sh\n",  # its comment names a log outside the roots
+        "--jobs 77": "77|77|odd|FAILED|1:0|ann|vm|cpu=1|soon|Unknown|Unknown|/w||sbatch odd.sh\n",  # unparsable
+        "": recorded("sacct_failed_nodefail.txt", cluster),
+    })
+    slurm_stubs.stub("scontrol", recorded("scontrol_show_job.txt", cluster))
     bot = make_bot()
-    bot.mention("job 4242")
+    bot.mention("job 17039282")
     assert "crashcart: gpu_oom → fix_job" in texts(bot.next_post().params["blocks"])
     bot.mention("13")
-    assert "/etc/shadow is outside the log roots" in _one_line(bot.next_post())
+    assert f"{outside} is outside the log roots" in _one_line(bot.next_post())
+    bot.mention("77")
+    assert _one_line(bot.next_post()) == (":warning: could not find the logs of Slurm job 77 (ValueError: invalid "
+                                          "literal for int() with base 10: 'soon'); give the job's log path instead")
     bot.mention("99")
-    assert ":warning: could not find the logs of Slurm job 99 (KeyError: '99')" in _one_line(bot.next_post())
-    assert asked == ["4242", "13", "99"]
+    assert "job 99 not found in Slurm accounting: check the id with `sacct -j 99`" in _one_line(bot.next_post())
+    fields = ",".join(SACCT_FIELDS)
+    assert slurm_stubs.calls("sacct") == [
+        ["--parsable2", "--noheader", "--allocations", "--jobs", job, "--format", fields]
+        for job in ("17039282", "13", "77", "99")]
+    assert slurm_stubs.calls("scontrol") == [["--oneliner", "show", "job", job] for job in ("17039282", "13")]
 
-    monkeypatch.setitem(sys.modules, "crashcart.batch.slurm", None)  # the helper is not installed
-    bot.mention("4242")
-    assert "Slurm lookup is not available here" in _one_line(bot.next_post())
+    monkeypatch.setenv("PATH", str(tmp_path / "bin-without-slurm"))  # Slurm is not installed here
+    bot.mention("job 17039282")
+    assert "sacct not found: run on a Slurm login node" in _one_line(bot.next_post())
 
 
 def test_slash_command_acks_at_once_and_answers_in_a_thread(make_bot, bot_logs: Path) -> None:

@@ -5,15 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
-import types
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from fakes.slurm import Reply, recorded
 
 from crashcart import cli as cli_module
-from crashcart.batch.models import BatchJob
 from crashcart.cli_batch import batch
 from crashcart.evals.generator import JobSpec, generate_job
 
@@ -21,14 +19,11 @@ START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture(autouse=True)
-def batch_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Register the command if crashcart/cli.py does not yet, and keep every default store inside tmp_path."""
+def batch_command() -> None:
+    """Register the command if crashcart/cli.py does not yet (default stores are the test's: tests/conftest.py)."""
     names = {c.name or (c.callback.__name__ if c.callback else "") for c in cli_module.app.registered_commands}
     if "batch" not in names:
         cli_module.app.command("batch")(batch)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    for var in ("CRASHCART_MEMORY", "CRASHCART_RULES", "CRASHCART_BATCH_RESULTS"):
-        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -95,29 +90,72 @@ def test_memory_store_reaches_the_workers(cli, tmp_path: Path) -> None:
     assert [d["jobs"] for d in data["summary"]["deciders"]] == [0, 1, 0, 0]
 
 
-def test_slurm_jobs_come_from_the_slurm_module(cli, tree: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: dict = {}
-    none = types.SimpleNamespace(slurm_jobs=lambda **kw: asked.update(kw) or [])
-    monkeypatch.setitem(sys.modules, "crashcart.batch.slurm", none)
+GPU_OOM = ("iteration      120/  10000 | lm loss: 3.214E+00\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+           "79.10 GiB of which 1.06 GiB is free.\n")
+NCCL_ERR = ("node07:1234:1290 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.8<44206> "
+            "with status=12 opcode=129 len=65536 vendor err 129 (Recv)\n"
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or "
+            "there was a network error, NCCL version 2.21.5\n")
+XID_79 = ("iteration      300/  10000 | lm loss: 2.981E+00\n"
+          "Apr 15 06:15:59 vm kernel: [269366.289309] NVRM: Xid (PCI:0000:1b:00): 79, pid=28536, name=python, "
+          "GPU has fallen off the bus.\n")
+
+
+def test_slurm_jobs_come_from_sacct(cli, tmp_path: Path, slurm_stubs) -> None:
+    """The real crashcart.batch.slurm, against sacct/scontrol stubs replaying what Slurm 22.05 printed."""
+    slurm_stubs.stub("sacct", "")  # no job ended in the window
+    slurm_stubs.stub("scontrol", "")
     code, out, _ = cli("batch", "--slurm", "--results", str(tmp_path / "s.db"))
     assert code == 0 and "0 jobs" in out  # no failed job is an answer, not an error
-    assert asked == {"since": None, "until": None}  # the Slurm module's default states apply
-    asked.clear()
+    [argv] = slurm_stubs.calls("sacct")
+    opt = dict(zip(argv[3::2], argv[4::2], strict=True))  # after --parsable2 --noheader --allocations
+    assert argv[:3] == ["--parsable2", "--noheader", "--allocations"]
+    assert (opt["--endtime"], opt["--state"]) == ("now", "FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED")
+    since = datetime.fromisoformat(opt["--starttime"])  # the Slurm module's default window: the last day
+    assert abs(datetime.now() - timedelta(days=1) - since) < timedelta(minutes=5)
+    assert slurm_stubs.calls("scontrol") == []  # no rows: nothing to look up
 
-    def slurm_jobs(**kw) -> list[BatchJob]:
-        asked.update(kw)
-        logs = sorted((tree / "2025-03" / "a" / "logs").iterdir())
-        return [BatchJob(job_id="4242", state="NODE_FAIL", gpus=48, elapsed_s=7200, log_paths=logs)]
-
-    monkeypatch.setitem(sys.modules, "crashcart.batch.slurm", types.SimpleNamespace(slurm_jobs=slurm_jobs))
+    cluster = tmp_path / "slurm0"  # the recording cluster's folder, moved here
+    jobs = cluster / "jobs"
+    for rel, text in (("logs/train-oom-17039282.out", GPU_OOM), ("train-nccl_17039283.err", NCCL_ERR),
+                      ("train-nccl_17039283.out", "iteration 300/10000 | lm loss: 2.981E+00\n"),
+                      ("slurm-17039290.out", XID_79)):  # the array tasks' slurm-17039284_*.out are missing
+        (jobs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (jobs / rel).write_text(text)
+    slurm_stubs.stub("sacct", {"--batch-script --jobs 17039283": recorded("sacct_batch_script.txt", cluster),
+                               "--batch-script": "",  # stored scripts of the other jobs: none
+                               "": recorded("sacct_failed_nodefail.txt", cluster)})
+    slurm_stubs.stub("scontrol", recorded("scontrol_show_job.txt", cluster))
     code, out, err = cli("batch", "--slurm", "--since", "now-7days", "--states", "FAILED, NODE_FAIL",
                          "--results", str(tmp_path / "s.db"), "-f", "csv")
     assert code == 0, err
-    assert asked == {"since": "now-7days", "until": None, "states": ["FAILED", "NODE_FAIL"]}
-    [row] = list(csv.DictReader(io.StringIO(out)))
-    assert (row["job_id"], row["state"], row["class"], row["gpu_hours"]) == ("4242", "NODE_FAIL", "gpu_hardware",
-                                                                            "96.0")
+    first, *scripts = slurm_stubs.calls("sacct")
+    assert (first[first.index("--starttime") + 1], first[first.index("--state") + 1]) == ("now-7days",
+                                                                                         "FAILED,NODE_FAIL")
+    assert scripts == [["--batch-script", "--jobs", job] for job in ("17039289", "17039284")]  # logs not found
+    assert slurm_stubs.calls("scontrol") == [["--oneliner", "show", "job"]]
+    rows = [(r["job_id"], r["state"], r["class"], r["faulty_nodes"], r["gpus"], r["gpu_hours"], r["status"])
+            for r in csv.DictReader(io.StringIO(out))]
+    assert rows == [
+        ("17039282", "FAILED", "gpu_oom", "", "2", "0.001", "ok"),  # scontrol's StdOut
+        ("17039283", "FAILED", "network", "node07", "4", "0.002", "ok"),  # scontrol's StdOut and StdErr
+        ("17039284_1", "FAILED", "", "", "0", "0.0", "no_logs"),
+        ("17039284_2", "FAILED", "", "", "0", "0.0", "no_logs"),
+        ("17039290", "NODE_FAIL", "gpu_hardware", "vm", "8", "0.002", "ok"),  # slurm-%j.out in WorkDir
+    ]
+
+
+def test_slurm_missing_or_failing_is_one_line_and_exit_2(cli, tmp_path: Path, slurm_stubs,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    slurm_stubs.stub("sacct", Reply.recorded(recorded("sacct_no_config.txt")))  # a node with no slurm.conf
+    code, out, err = cli("batch", "--slurm", "--results", str(tmp_path / "s.db"))
+    assert (code, out) == (2, "")
+    assert err == ("crashcart: error: sacct failed (exit 1): sacct: fatal: Could not establish a configuration "
+                   "source; check that `sacct` works on this node\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin-without-slurm"))  # Slurm is not installed here
+    code, out, err = cli("batch", "--slurm", "--results", str(tmp_path / "s.db"))
+    assert (code, out, err) == (2, "", "crashcart: error: sacct not found: run on a Slurm login node or pass ROOT\n")
 
 
 @pytest.mark.parametrize(("args", "message"), [
