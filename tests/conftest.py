@@ -15,6 +15,11 @@ REPO = Path(__file__).resolve().parents[1]
 DEV_EVALSET_ENV = os.environ.get("CRASHCART_DEV_EVALSET", "")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--snapshot-update", action="store_true",
+                     help="rewrite the snapshot files (tests/crashcart/snapshots) from this run instead of comparing")
+
+
 # -- isolation: no test reads or writes the user's real state ---------------------------------------------------
 
 XDG_DIRS = (("XDG_DATA_HOME", "share"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
