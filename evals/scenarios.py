@@ -87,7 +87,7 @@ class ScenarioFile(Strict):
     def _expand(cls, data: object) -> object:
         if not isinstance(data, dict):
             return data
-        known: dict[str, str | list[str]] = {}
+        known: dict[str, object] = {}  # the model checks the types once expanded
         for name, value in (data.get("fragments") or {}).items():
             known[name] = _expand_lines(value, known) if isinstance(value, list) else _inline(value, known)
         scenarios = [{k: _expand_lines(v, known) if k in _LINE_FIELDS and isinstance(v, list) else v
@@ -103,24 +103,25 @@ class ScenarioFile(Strict):
         return self
 
 
-def _expand_lines(lines: list[object], known: dict[str, str | list[str]]) -> list[object]:
+def _expand_lines(lines: list[object], known: dict[str, object]) -> list[object]:
     """A line that is only ${name} of a list fragment becomes its lines; ${name} of a text is replaced in place."""
     out: list[object] = []
     for line in lines:
         whole = _FRAGMENT.fullmatch(line) if isinstance(line, str) else None
-        if whole and isinstance(known.get(whole[1]), list):
-            out.extend(known[whole[1]])
+        value = known.get(whole[1]) if whole else None
+        if isinstance(value, list):
+            out.extend(value)
         else:
             out.append(_inline(line, known))
     return out
 
 
-def _inline(text: object, known: dict[str, str | list[str]]) -> object:
+def _inline(text: object, known: dict[str, object]) -> object:
     def fragment(match: re.Match[str]) -> str:
         value = known.get(match[1])
         if isinstance(value, list):
             raise ValueError(f"${{{match[1]}}} is a list of lines: use it as a line of its own, not inside {text!r}")
-        if value is None:
+        if not isinstance(value, str):
             raise ValueError(f"unknown fragment ${{{match[1]}}} in {text!r}; define it under `fragments`, above its"
                              f" first use (defined so far: {', '.join(known) or 'none'})")
         return value
