@@ -169,10 +169,8 @@ def _check_links(path: Path, roots: Sequence[Path], raw: str) -> None:
 
 def job_logs(job_id: str, roots: Sequence[Path]) -> list[Path]:
     """The Slurm job's log files (crashcart.batch.slurm), each checked to lie under the log roots."""
-    try:
-        from crashcart.batch.slurm import slurm_job_logs  # lazy: optional, and written elsewhere
-    except ImportError as exc:
-        raise InputError(f"Slurm lookup is not available here ({exc}); give the job's log path instead") from exc
+    from crashcart.batch.slurm import slurm_job_logs  # lazy: only a job-id question needs sacct
+
     try:
         paths = slurm_job_logs(job_id)
     except CrashcartError:
