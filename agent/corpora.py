@@ -1,7 +1,7 @@
 """The text a proposed rule is tried on before anyone confirms it: healthy training logs and random log-like lines.
 
 A rule that fires on a healthy run would send every job to the wrong fix, so a proposal must match none of
-these lines. The healthy corpus is data, loaded where it lives (knowledge/healthy.py, re-exported here). The
+these lines. The healthy corpus is data, loaded where it lives (knowledge/healthy.py). The
 random sample is code, not a log: seeded lines of log-like words that catch patterns that are merely broad
 (`error`, `\\d+ failed`) without happening to hit a healthy line; only the proposal check uses it.
 """
@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import random
 from functools import lru_cache
-
-from crashcart.knowledge.healthy import healthy_corpus
-
-__all__ = ["RANDOM_LINES", "healthy_corpus", "random_lines"]
 
 RANDOM_LINES = 2000
 _VOCABULARY = (

@@ -23,7 +23,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -35,6 +35,7 @@ from crashcart.knowledge.records import Strict
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.messages.ai import UsageMetadata
     from langchain_core.runnables import Runnable
 
 OPENAI_COMPATIBLE = ("openai", "ollama", "vllm", "llamacpp")
@@ -319,7 +320,7 @@ def _quota_exhausted(exc: BaseException) -> bool:
     return "insufficient_quota" in str(getattr(exc, "body", "") or "") + str(exc)
 
 
-def retry_after_s(exc: BaseException, now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> float | None:
+def retry_after_s(exc: BaseException, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> float | None:
     """Seconds the server asked us to wait (retry-after-ms, retry-after as seconds or an HTTP date), or None."""
     headers = getattr(getattr(exc, "response", None), "headers", None)
     if headers is None:
@@ -389,7 +390,7 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-def _estimated_usage(messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
+def _estimated_usage(messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata:
     tokens_in = estimate_tokens("".join(str(m.content) for m in messages))
     tokens_out = estimate_tokens(str(reply.content))
     return {"input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}

@@ -17,9 +17,10 @@ import hyperscan
 import re2
 
 from crashcart.agent import regex_shape
-from crashcart.agent.corpora import healthy_corpus, random_lines
+from crashcart.agent.corpora import random_lines
 from crashcart.agent.derive import derive_from_template
 from crashcart.knowledge.errors import KnowledgeError
+from crashcart.knowledge.healthy import healthy_corpus
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import Origin, RuleProposal, hyperscan_database
 from crashcart.knowledge.rules import load_rules
@@ -27,8 +28,7 @@ from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
 from crashcart.parsers.templater import Templater
 
-__all__ = ["Validation", "derive_from_template", "healthy_corpus", "propose", "propose_from_line",
-           "propose_from_suggestion", "validate_pattern"]
+__all__ = ["Validation", "propose", "propose_from_line", "propose_from_suggestion", "validate_pattern"]
 
 MIN_LITERALS = 8  # `error`, `\d+ failed`, `.*` fall short; `NCCL WARN` just makes it
 MAX_RANDOM_SHARE = 0.01  # of the random log-like lines a specific rule may match

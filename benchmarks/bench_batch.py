@@ -28,12 +28,12 @@ import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 MB = 1e6
-START = datetime(2025, 3, 1, tzinfo=timezone.utc)
+START = datetime(2025, 3, 1, tzinfo=UTC)
 INFRA_SCENARIOS = ["xid79", "ecc", "ib_link", "node_fail", "storage"]
 JOB_SCENARIOS = ["gpu_oom", "host_oom", "nan_loss", "code_bug", "timeout_only", "none"]
 BAD_NODES = [(2, 3), (5, 7), (7, 1)]  # (rack, node index): hosts that fail again and again

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -64,7 +64,7 @@ def batch(
 
     jobs = _jobs(root, slurm, since, until, states)
     memory_path, rules_path = _store_paths(memory, no_memory, rules)
-    began, started = datetime.now(timezone.utc), time.perf_counter()
+    began, started = datetime.now(UTC), time.perf_counter()
     with ResultStore(results or default_results_path()) as store, _progress_bar() as progress:
         found = run_batch(jobs, results=store, workers=workers, memory_path=memory_path, rules_path=rules_path,
                           progress=progress, force=force)

@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -115,10 +115,10 @@ def plan_job(spec: JobSpec, n_iters: int = BLOCK) -> JobPlan:
     scenario = spec.resolved_scenario()
     rng = random.Random(f"job:{spec.seed}")
     if spec.start is not None:
-        start = spec.start.replace(tzinfo=spec.start.tzinfo or timezone.utc).timestamp()
+        start = spec.start.replace(tzinfo=spec.start.tzinfo or UTC).timestamp()
     else:
-        year = datetime.now(timezone.utc).year
-        start = datetime(year, 1, 1, tzinfo=timezone.utc).timestamp() + rng.randrange(0, 200 * 86400)
+        year = datetime.now(UTC).year
+        start = datetime(year, 1, 1, tzinfo=UTC).timestamp() + rng.randrange(0, 200 * 86400)
     healthy = scenario.failure_class is None
     return JobPlan(
         hosts=[spec.hostname.format(i) for i in range(spec.nodes)], gpus_per_node=spec.gpus_per_node,
@@ -165,7 +165,7 @@ def _open(path: Path, compression: str) -> BinaryIO:
     if compression == "gzip":
         return gzip.open(path, "wb", compresslevel=1)  # type: ignore[return-value]
     if compression == "zstd":
-        return zstandard.ZstdCompressor(level=3).stream_writer(open(path, "wb"), closefd=True)  # type: ignore
+        return zstandard.ZstdCompressor(level=3).stream_writer(open(path, "wb"), closefd=True)
     return open(path, "wb", buffering=1 << 20)
 
 
@@ -296,7 +296,7 @@ def _manifest(plan: JobPlan, spec: JobSpec, files: list[FilePlan], tasks: list[t
         faulty_rank=faulty * plan.gpus_per_node + plan.fault_local if faulty is not None else None,
         evidence=evidence, iterations=plan.n_iters,
         train_iters=plan.train_iters,
-        fault_time=datetime.fromtimestamp(min(e.t for e in tail), timezone.utc) if s.failure_class else None,
+        fault_time=datetime.fromtimestamp(min(e.t for e in tail), UTC) if s.failure_class else None,
         files=written, total_bytes=sum(f.bytes for f in written),
         uncompressed_bytes=sum(f.uncompressed_bytes for f in written),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO
 
 from pydantic import ValidationError
@@ -21,7 +21,7 @@ def new_id() -> str:
 def sort_time(dt: datetime) -> str:
     """A created_at as a string that sorts in time order (aware times converted to naive UTC)."""
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 

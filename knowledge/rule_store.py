@@ -14,7 +14,7 @@ import builtins
 import secrets
 import sqlite3
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -34,7 +34,7 @@ PENDING_HINT = "list the pending ones with `crashcart rules pending`"
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class RuleProposal(Frozen):

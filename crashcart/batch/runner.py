@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,7 @@ def _no_logs(job: BatchJob, key: str, stats: Sequence[_Stat]) -> BatchResult:
     missing = [p for p, size, _ in stats if size < 0]
     why = f"missing: {', '.join(missing[:3])}" if missing else "the job lists no log files"
     return BatchResult(job=job, status="no_logs", error=f"no log files to triage ({why})", logs_key=key,
-                       triaged_at=datetime.now(timezone.utc))
+                       triaged_at=datetime.now(UTC))
 
 
 def triage_jobs(
@@ -158,14 +158,14 @@ def _run_pool(todo: Sequence[tuple[BatchJob, str]], size: int, init: tuple[Any, 
                 except Exception as exc:  # the result could not come back (e.g. it did not pickle)
                     job, key = futures[fut]
                     result = BatchResult(job=job, status="error", logs_key=key, error=_describe(exc),
-                                         triaged_at=datetime.now(timezone.utc))
+                                         triaged_at=datetime.now(UTC))
                 yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _died(job: BatchJob, key: str) -> BatchResult:
-    return BatchResult(job=job, status="error", logs_key=key, triaged_at=datetime.now(timezone.utc),
+    return BatchResult(job=job, status="error", logs_key=key, triaged_at=datetime.now(UTC),
                        error="the worker process died while triaging this job (killed for memory, or a crash): "
                              f"triage it alone with `crashcart triage {' '.join(map(str, job.log_paths[:3]))}`")
 
@@ -203,7 +203,7 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
         out = BatchResult(**base, status="error", error=_describe(exc),
                           bytes=sum(max(s, 0) for _, s, _ in stat_logs(job.log_paths)))
     return out.model_copy(update={"seconds": round(time.perf_counter() - began, 3),
-                                  "triaged_at": datetime.now(timezone.utc)})
+                                  "triaged_at": datetime.now(UTC)})
 
 
 def _describe(exc: Exception) -> str:

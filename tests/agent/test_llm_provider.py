@@ -6,7 +6,7 @@ import random
 import socket
 import sys
 import types
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from fakes.chat import bad_request_error, rate_limit_error, server_error, timeout_error
@@ -409,7 +409,7 @@ def test_classify_error_knows_httpx_and_langchain_core_errors() -> None:
 
 
 def test_retry_after_forms() -> None:
-    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
     assert retry_after_s(rate_limit_error(retry_after="7")) == 7.0
     assert retry_after_s(rate_limit_error(retry_after="Thu, 01 Jan 2026 12:00:05 GMT"), now=lambda: now) == 5.0
     assert retry_after_s(rate_limit_error()) is None

@@ -1,4 +1,4 @@
-"""Tests for agent/proposals.py (validation, the template proposer) and agent/derive.py, which it re-exports."""
+"""Tests for agent/proposals.py (validation, the template proposer) and agent/derive.py, which it builds on."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import re2
 
+from crashcart.agent.derive import derive_from_template
 from crashcart.agent.proposals import (
     Validation,
-    derive_from_template,
-    healthy_corpus,
     propose_from_line,
     validate_pattern,
 )
+from crashcart.knowledge.healthy import healthy_corpus
 from crashcart.knowledge.rule_store import MemoryRuleStore
 from crashcart.knowledge.rules import load_rules
 from crashcart.knowledge.taxonomy import FailureClass, Role

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from crashcart.batch.tree import discover_jobs
 from crashcart.evals.generator import JobSpec, generate_job
 from crashcart.knowledge.errors import InputError
 
-START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
+START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 EXPECTED = {"hw": "gpu_hardware", "ib": "network", "oom": "gpu_oom"}
 
 

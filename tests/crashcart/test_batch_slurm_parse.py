@@ -8,7 +8,7 @@ change). sacct_no_config.txt is `sacct -X` on a node with no slurm.conf (exit st
 from __future__ import annotations
 
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -260,7 +260,7 @@ def test_slurm_jobs_prefers_scontrol_and_filters_states(tmp_path: Path) -> None:
 
 def test_since_datetime_is_sent_in_local_time(tmp_path: Path) -> None:
     replay = Replay(tmp_path)
-    aware = datetime(2026, 12, 1, 7, 0, tzinfo=timezone.utc)
+    aware = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
     slurm_jobs(since=aware, until=datetime(2026, 12, 2, 8, 30), states=None, runner=replay)
     argv = replay.calls[0]
     assert argv[argv.index("--starttime") + 1] == aware.astimezone().strftime("%Y-%m-%dT%H:%M:%S")

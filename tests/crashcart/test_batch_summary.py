@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from rich.console import Console
@@ -16,7 +16,7 @@ from crashcart.batch.render import CSV_COLUMNS, BatchOutput, to_csv, to_json, to
 from crashcart.batch.summary import summarise
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def _ok(job_id: str, cls: str, nodes: list[str], gpus: int, elapsed_s: float, by: str = "rules",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from crashcart.batch.tree import discover_jobs
 from crashcart.evals.generator import JobSpec, generate_job
 from crashcart.knowledge.errors import InputError
 
-START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
+START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 
 
 def _write(path: Path, text: str = "2025-03-01 10:00:00 INFO step 1 loss 2.0\n") -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from crashcart import cli as cli_module
 from crashcart.cli_batch import batch
 from crashcart.evals.generator import JobSpec, generate_job
 
-START = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
+START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,19 +82,3 @@ def test_an_invalid_manifest_names_the_file(folder: Path, edit, message: str) ->
     manifest.write_text(edit(manifest.read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(KnowledgeError, match=rf"healthy-corpus manifest .*sources\.yaml.*{message}"):
         healthy_corpus()
-
-
-def _imports(path: Path) -> Iterator[str]:
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            yield from (f"{node.module}.{alias.name}" for alias in node.names)  # `from crashcart import evals` too
-
-
-def test_no_module_below_the_face_imports_the_evals() -> None:
-    """The corpus was once built by running the eval generator; production layers must not reach evals."""
-    found = [f"{path.relative_to(REPO)} imports {name}"
-             for folder in ("agent", "parsers", "knowledge") for path in sorted((REPO / folder).rglob("*.py"))
-             for name in _imports(path) if f"{name}.".startswith(("crashcart.evals.", "evals."))]
-    assert found == []

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -94,7 +94,7 @@ def test_list_by_status_oldest_first(store: RuleStore) -> None:
 def test_confirm_gives_a_rule_with_provenance(store: RuleStore) -> None:
     p = store.propose(proposal(action=Action.DRAIN_NODE_AND_RETRY, priority=80, role=Role.ROOT_CAUSE))
     rule = store.confirm(p.id, "alice")
-    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
     assert rule.id == f"user.{p.id}"
     assert rule.source == f"confirmed:alice@{today}:job-4280674:gpt-test"
     assert (rule.pattern, rule.examples, rule.priority) == (PATTERN, EVIDENCE, 80)
