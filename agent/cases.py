@@ -22,8 +22,13 @@ from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
 
 def incident_from_report(
-    report: Report, *, failure_class: FailureClass | None = None, action: Action | None = None,
-    job: str | None = None, confirmed_by: str | None = None, resolution: str | None = None,
+    report: Report,
+    *,
+    failure_class: FailureClass | None = None,
+    action: Action | None = None,
+    job: str | None = None,
+    confirmed_by: str | None = None,
+    resolution: str | None = None,
     source: str = "operator",
 ) -> Incident:
     """An incident from a triage report, with the class an operator confirmed (or the one diagnosed)."""
@@ -46,17 +51,29 @@ def incident_from_report(
 
 
 def add_from_paths(
-    store: IncidentStore, paths: list[str], *, failure_class: FailureClass | None = None,
-    action: Action | None = None, job: str | None = None, confirmed_by: str | None = None,
-    resolution: str | None = None, rule_store: RuleStore | None = None,
+    store: IncidentStore,
+    paths: list[str],
+    *,
+    failure_class: FailureClass | None = None,
+    action: Action | None = None,
+    job: str | None = None,
+    confirmed_by: str | None = None,
+    resolution: str | None = None,
+    rule_store: RuleStore | None = None,
 ) -> tuple[Incident, RuleProposal | None]:
     """Triage the logs at paths, store the confirmed incident and, with a rule store, teach the fast filter
     what it missed (see `teach_rules`)."""
     report = triage(paths)
-    incident = store.add(incident_from_report(
-        report, failure_class=failure_class, action=action, job=job, confirmed_by=confirmed_by,
-        resolution=resolution,
-    ))
+    incident = store.add(
+        incident_from_report(
+            report,
+            failure_class=failure_class,
+            action=action,
+            job=job,
+            confirmed_by=confirmed_by,
+            resolution=resolution,
+        )
+    )
     proposal = teach_rules(report, incident.failure_class, rule_store) if rule_store is not None else None
     return incident, proposal
 

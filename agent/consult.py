@@ -42,8 +42,14 @@ def should_consult(diagnosis: Diagnosis, options: LLMOptions) -> bool:
 
 
 def consult(
-    scans: Sequence[FileScan], events: Sequence[Event], diagnosis: Diagnosis, *, settings: LLMSettings,
-    options: LLMOptions, chat_model: BaseChatModel | None = None, rule_store: RuleStore | None = None,
+    scans: Sequence[FileScan],
+    events: Sequence[Event],
+    diagnosis: Diagnosis,
+    *,
+    settings: LLMSettings,
+    options: LLMOptions,
+    chat_model: BaseChatModel | None = None,
+    rule_store: RuleStore | None = None,
     job: str = "",
 ) -> tuple[Diagnosis, LLMUsage, list[RuleProposal]]:
     """Ask the model about this job; return its diagnosis (or the rules' on failure), usage and proposals."""
@@ -53,8 +59,15 @@ def consult(
 
     model = chat_model or make_chat_model(settings)
     context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE))
-    outcome = llm_diagnose(model, settings, context, diagnosis, samples=options.samples,
-                           token_budget=options.token_budget, redact_hosts=options.redact_hosts)
+    outcome = llm_diagnose(
+        model,
+        settings,
+        context,
+        diagnosis,
+        samples=options.samples,
+        token_budget=options.token_budget,
+        redact_hosts=options.redact_hosts,
+    )
     proposals = []
     if outcome.suggestion is not None:
         from crashcart.agent.proposals import propose_from_suggestion  # lazy: the validators load on a suggestion

@@ -41,7 +41,8 @@ def random_lines() -> tuple[str, ...]:
     ]
     out = []
     for _ in range(RANDOM_LINES):
-        words = [rng.choice(fillers)() if rng.random() < 0.3 else rng.choice(_WORDS)
-                 for _ in range(rng.randrange(3, 18))]
+        words = [
+            rng.choice(fillers)() if rng.random() < 0.3 else rng.choice(_WORDS) for _ in range(rng.randrange(3, 18))
+        ]
         out.append(" ".join(words))
     return tuple(out)

@@ -23,16 +23,26 @@ TOKEN = r"[^ \t\n]+"  # one whitespace-free word, as Drain3 splits them
 RANK = r"[ =:]{0,4}\d+"  # " <RANK>" swallowed the separator: rank3, rank 3, rank=3, local_rank: 3
 SPACE = r"[ \t]+"
 PCI = r"[0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+(?:[.,]\d+)?"  # 0000:3b:00.0 (also takes a clock time)
-CLASSES = {"<NUM>": NUM, "<HEX>": HEX, "<IP>": IP, "<PATH>": TOKEN, "<HOST>": r"[\w.-]+", "<*>": TOKEN,
-           "<RANK>": RANK, "<PCI>": PCI}
+CLASSES = {
+    "<NUM>": NUM,
+    "<HEX>": HEX,
+    "<IP>": IP,
+    "<PATH>": TOKEN,
+    "<HOST>": r"[\w.-]+",
+    "<*>": TOKEN,
+    "<RANK>": RANK,
+    "<PCI>": PCI,
+}
 MIN_CORE_LETTERS = 8  # a message part shorter than this keeps some of its prefix
 _QUIET = re2.Options()
 _QUIET.log_errors = False  # a pattern that does not compile is an answer here, not news for stderr
 
 _PLACEHOLDER = re.compile(r"<(?:NUM|HEX|IP|PATH|HOST|RANK|PCI|\*)>")
 # A PCI address as masking leaves it: 0000:86:00.0 -> <NUM>:<NUM>:<NUM>, 0000:3b:00.0 -> <NUM>:3b:<NUM>.
-_PCI_MASKED = re.compile(r"(?<![\w<>])(?:<NUM>|[0-9a-fA-F]{2,4}):(?:<NUM>|[0-9a-fA-F]{2}):(?:<NUM>|[0-9a-fA-F]{2})"
-                         r"(?![\w<>])")
+_PCI_MASKED = re.compile(
+    r"(?<![\w<>])(?:<NUM>|[0-9a-fA-F]{2,4}):(?:<NUM>|[0-9a-fA-F]{2}):(?:<NUM>|[0-9a-fA-F]{2})"
+    r"(?![\w<>])"
+)
 _ALNUM = re.compile(r"[0-9A-Za-z]+")
 _HEXISH = re.compile(r"\d[0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*")  # 3b, 1b000: a bus or device id
 _META = set(r"\.^$|?*+()[]{}")
@@ -77,7 +87,7 @@ def _from_template(template: str) -> str:
     words = template.split()
     if not words:
         return ""
-    core = words[_core_start(words):]
+    core = words[_core_start(words) :]
     out = _word(core[0])
     for word in core[1:]:
         # " <RANK>" carries the separator it replaced, so it joins its word without a space class.
@@ -108,7 +118,7 @@ def _word(word: str) -> str:
     """One template word as a regex: placeholders as bounded classes, literal text escaped and generalised."""
     out, pos = [], 0
     for m in _PLACEHOLDER.finditer(word):
-        out.append(_literal(word[pos:m.start()]))
+        out.append(_literal(word[pos : m.start()]))
         out.append(CLASSES[m.group()])
         pos = m.end()
     out.append(_literal(word[pos:]))
@@ -119,7 +129,7 @@ def _literal(text: str) -> str:
     """Literal text, escaped; digits inside it (mlx5_3, sm_90, a bus id 3b) vary from node to node."""
     out, pos = [], 0
     for m in _ALNUM.finditer(text):
-        out.append(_escape(text[pos:m.start()]))
+        out.append(_escape(text[pos : m.start()]))
         token = m.group()
         if _HEXISH.fullmatch(token):
             out.append(r"[0-9a-fA-F]+")

@@ -108,8 +108,12 @@ def _all_places(scans: Sequence[FileScan]) -> set[str]:
 
 
 def _build(
-    top: _Scored, chosen: list[Signal], ranking: list[_Scored], signals: list[Signal],
-    progress: list[ProgressEvent], scans: Sequence[FileScan],
+    top: _Scored,
+    chosen: list[Signal],
+    ranking: list[_Scored],
+    signals: list[Signal],
+    progress: list[ProgressEvent],
+    scans: Sequence[FileScan],
 ) -> Diagnosis:
     cls = top.event.failure_class
     nodes, ranks = _faulty(cls, chosen, signals, scans)
@@ -127,8 +131,7 @@ def _build(
         evidence=_evidence(top.event, chosen, signals),
         mitigation=_xid_step(top.event) + mitigation_steps(cls, nodes),
         decided_by="rules",
-        alternatives=[Alternative(failure_class=s.event.failure_class, score=round(s.score, 1))
-                      for s in ranking[1:4]],
+        alternatives=[Alternative(failure_class=s.event.failure_class, score=round(s.score, 1)) for s in ranking[1:4]],
     )
 
 
@@ -221,8 +224,9 @@ def _evidence(primary: Signal, chosen: list[Signal], signals: list[Signal]) -> l
         lines.add((event.file, event.line))
         picked.append(event)
     return [
-        Evidence(file=e.file, line=e.line, text=e.text, node=e.node, rank=e.rank, time=e.time,
-                 rule_id=e.rule_id, role=e.role)
+        Evidence(
+            file=e.file, line=e.line, text=e.text, node=e.node, rank=e.rank, time=e.time, rule_id=e.rule_id, role=e.role
+        )
         for e in picked
     ]
 
@@ -247,7 +251,11 @@ _TITLES = {
 
 
 def _summary(
-    event: Signal, nodes: list[str], ranks: list[int], stage: Stage | None, iteration: int | None,
+    event: Signal,
+    nodes: list[str],
+    ranks: list[int],
+    stage: Stage | None,
+    iteration: int | None,
     signals: list[Signal],
 ) -> str:
     where = []
@@ -276,9 +284,10 @@ def _summary(
 def _unknown(scans: Sequence[FileScan], signals: Sequence[Signal] = ()) -> Diagnosis:
     """Too little evidence to name a class: say so, and show the lines an operator should read first."""
     evidence = [
-        Evidence(file=e.file, line=e.line, text=e.text, node=e.node, rank=e.rank, time=e.time,
-                 rule_id=e.rule_id, role=e.role)
-        for e in list(signals)[:MAX_EVIDENCE // 2]
+        Evidence(
+            file=e.file, line=e.line, text=e.text, node=e.node, rank=e.rank, time=e.time, rule_id=e.rule_id, role=e.role
+        )
+        for e in list(signals)[: MAX_EVIDENCE // 2]
     ]
     evidence += _suspicious_lines(scans, MAX_EVIDENCE - len(evidence))
     return Diagnosis(
@@ -296,7 +305,9 @@ def _suspicious_lines(scans: Sequence[FileScan], limit: int) -> list[Evidence]:
     """Rare error-like templates (first line of each), then each file's last line."""
     totals = template_totals(scans)
     rare = [
-        stat for scan in scans for stat in scan.templates
+        stat
+        for scan in scans
+        for stat in scan.templates
         if totals[stat.template_id] <= RARE_COUNT and ERRORISH.search(stat.template)
     ]
     rare.sort(key=lambda s: (s.first.time is None, s.first.time or 0, s.first.file, s.first.line))
@@ -308,6 +319,5 @@ def _suspicious_lines(scans: Sequence[FileScan], limit: int) -> list[Evidence]:
         if len(out) >= limit or (ref.file, ref.line) in seen:
             continue
         seen.add((ref.file, ref.line))
-        out.append(Evidence(file=ref.file, line=ref.line, text=ref.text, node=ref.node, rank=ref.rank,
-                            time=ref.time))
+        out.append(Evidence(file=ref.file, line=ref.line, text=ref.text, node=ref.node, rank=ref.rank, time=ref.time))
     return out

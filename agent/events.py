@@ -82,10 +82,20 @@ def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | Collect
     ref = hit.ref
     named = hit.captures.get("node")
     base = dict(
-        time=ref.time, file=ref.file, line=ref.line, node=named or ref.node, rank=ref.rank, text=ref.text,
+        time=ref.time,
+        file=ref.file,
+        line=ref.line,
+        node=named or ref.node,
+        rank=ref.rank,
+        text=ref.text,
         names_node=bool(named),
-        count=count, rule_id=hit.rule_id, failure_class=hit.failure_class, action=hit.action,
-        role=hit.role, priority=hit.priority, stage=hit.stage,
+        count=count,
+        rule_id=hit.rule_id,
+        failure_class=hit.failure_class,
+        action=hit.action,
+        role=hit.role,
+        priority=hit.priority,
+        stage=hit.stage,
     )
     xid = hit.captures.get("xid", "")
     if xid.isdigit():
@@ -108,10 +118,18 @@ def _hit_events(scans: list[FileScan]) -> list[Event]:
         first = hits[0]
         if first.role is Role.CONTEXT and first.stage is Stage.CHECKPOINT:
             op = "load" if _LOAD_WORDS.search(first.ref.text) else "save"
-            events.append(CheckpointEvent(
-                time=first.ref.time, file=first.ref.file, line=first.ref.line, node=first.ref.node,
-                rank=first.ref.rank, text=first.ref.text, count=len(hits), op=op,
-            ))
+            events.append(
+                CheckpointEvent(
+                    time=first.ref.time,
+                    file=first.ref.file,
+                    line=first.ref.line,
+                    node=first.ref.node,
+                    rank=first.ref.rank,
+                    text=first.ref.text,
+                    count=len(hits),
+                    op=op,
+                )
+            )
         elif first.role is not Role.CONTEXT:
             events.append(_signal_event(first, len(hits)))
     return events
@@ -129,8 +147,14 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
                 continue
             last = stat.last
             event = ProgressEvent(
-                time=last.time, file=last.file, line=last.line, node=last.node, rank=last.rank,
-                text=last.text, count=stat.count, iteration=int(value.group(1)),
+                time=last.time,
+                file=last.file,
+                line=last.line,
+                node=last.node,
+                rank=last.rank,
+                text=last.text,
+                count=stat.count,
+                iteration=int(value.group(1)),
             )
             key = (stat.node, stat.rank, scan.file)
             if key not in latest or latest[key].line < event.line:

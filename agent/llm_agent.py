@@ -61,8 +61,13 @@ def _account(usage: LLMUsage, reply: AIMessage, sent: Sequence[BaseMessage], bud
 
 
 def _one_sample(
-    model: BaseChatModel, settings: LLMSettings, base: list[BaseMessage], context: Context, redactor: Redactor,
-    usage: LLMUsage, budget: _Budget,
+    model: BaseChatModel,
+    settings: LLMSettings,
+    base: list[BaseMessage],
+    context: Context,
+    redactor: Redactor,
+    usage: LLMUsage,
+    budget: _Budget,
 ) -> LLMAnswer | None:
     messages = list(base)
     for _ in range(VALIDATION_RETRIES + 1):
@@ -87,14 +92,22 @@ def _one_sample(
             return parse_answer(text, set(context.citeable), context.nodes)
         except AnswerError as exc:
             usage.errors.append(f"invalid answer: {exc}")
-            messages += [reply, HumanMessage(f"That answer is invalid: {exc}. Reply with the corrected JSON "
-                                             "object only.")]
+            messages += [
+                reply,
+                HumanMessage(f"That answer is invalid: {exc}. Reply with the corrected JSON object only."),
+            ]
     return None
 
 
 def llm_diagnose(
-    model: BaseChatModel, settings: LLMSettings, context: Context, rules: Diagnosis, *, samples: int = 1,
-    token_budget: int = 20_000, redact_hosts: bool = False,
+    model: BaseChatModel,
+    settings: LLMSettings,
+    context: Context,
+    rules: Diagnosis,
+    *,
+    samples: int = 1,
+    token_budget: int = 20_000,
+    redact_hosts: bool = False,
 ) -> LLMOutcome:
     """Ask the model `samples` times within `token_budget`; vote; fall back to `rules` when nothing valid.
 
@@ -128,8 +141,9 @@ def llm_diagnose(
     if chosen.proposed_rule is not None:
         examples = [context.citeable[(c.file, c.line)] for c in chosen.evidence]
         suggestion = chosen.proposed_rule.model_dump(mode="json") | {"examples": examples}
-    return LLMOutcome(diagnosis=_as_diagnosis(chosen, usage.agreement, context, rules), usage=usage,
-                      suggestion=suggestion)
+    return LLMOutcome(
+        diagnosis=_as_diagnosis(chosen, usage.agreement, context, rules), usage=usage, suggestion=suggestion
+    )
 
 
 def _as_diagnosis(answer: LLMAnswer, agreement: float, context: Context, rules: Diagnosis) -> Diagnosis:

@@ -57,7 +57,7 @@ def _json_object(text: str) -> dict[str, Any]:
     candidates = [fenced.group(1)] if fenced else []
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             value = json.loads(candidate)
@@ -78,8 +78,10 @@ def parse_answer(text: str, citeable: set[tuple[str, int]], nodes: set[str]) -> 
         raise AnswerError(f"{where}: {first['msg']}") from exc
     invented = [f"{c.file}:{c.line}" for c in answer.evidence if (c.file, c.line) not in citeable]
     if invented:
-        raise AnswerError(f"evidence cites lines that are not in the logs shown: {', '.join(invented[:5])}; "
-                          "cite only [file:line] references from the context")
+        raise AnswerError(
+            f"evidence cites lines that are not in the logs shown: {', '.join(invented[:5])}; "
+            "cite only [file:line] references from the context"
+        )
     unknown = [n for n in answer.faulty_nodes if n not in nodes]
     if unknown:
         raise AnswerError(f"faulty_nodes names nodes the logs do not show: {', '.join(unknown[:5])}")

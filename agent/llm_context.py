@@ -88,11 +88,12 @@ def _show(section: _Section, ctx: Context, ref: LineRef | Event, suffix: str = "
 
 
 def _findings(diagnosis: Diagnosis, events: Sequence[Event], section: _Section, ctx: Context) -> str:
-    head = (f"rules say: {diagnosis.failure_class.value} (confidence {diagnosis.confidence:.2f}): {diagnosis.summary}")
+    head = f"rules say: {diagnosis.failure_class.value} (confidence {diagnosis.confidence:.2f}): {diagnosis.summary}"
     section.add(head)
     if diagnosis.alternatives:
-        section.add("other candidates: " + ", ".join(f"{a.failure_class.value} ({a.score:.0f})"
-                                                     for a in diagnosis.alternatives))
+        section.add(
+            "other candidates: " + ", ".join(f"{a.failure_class.value} ({a.score:.0f})" for a in diagnosis.alternatives)
+        )
     signals = [e for e in events if isinstance(e, (FailureEvent, XidEvent, CollectiveTimeoutEvent))]
     signals.sort(key=lambda e: -e.priority)
     for event in signals:
@@ -129,8 +130,10 @@ def _templates(scans: Sequence[FileScan], section: _Section) -> str:
             entry[0] += stat.count
             entry[1].add((stat.node, stat.rank))
     for count, places, stat in sorted(totals.values(), key=lambda e: (e[0], e[2].first.line)):
-        if not section.add(f"x{count} on {len(places)} node/rank(s), first {stat.first.file}:{stat.first.line}: "
-                           f"{stat.template[:LINE_CHARS]}"):
+        if not section.add(
+            f"x{count} on {len(places)} node/rank(s), first {stat.first.file}:{stat.first.line}: "
+            f"{stat.template[:LINE_CHARS]}"
+        ):
             break
     return section.text()
 
@@ -138,8 +141,10 @@ def _templates(scans: Sequence[FileScan], section: _Section) -> str:
 def _similar(diagnosis: Diagnosis, section: _Section) -> str:
     for item in diagnosis.similar:
         resolved = f"; resolved: {item.resolution}" if item.resolution else ""
-        if not section.add(f"- similarity {item.similarity:.2f}: {item.failure_class.value} -> "
-                           f"{item.action.value} (job {item.job}){resolved}"):
+        if not section.add(
+            f"- similarity {item.similarity:.2f}: {item.failure_class.value} -> "
+            f"{item.action.value} (job {item.job}){resolved}"
+        ):
             break
     return section.text("(no similar past incidents)")
 

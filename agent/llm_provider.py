@@ -75,8 +75,11 @@ class LLMSettings(Strict):
         what the environment says.
         """
         values: dict[str, Any] = {}
-        for env, key in (("CRASHCART_LLM", "model"), ("CRASHCART_LLM_BASE_URL", "base_url"),
-                         ("CRASHCART_LLM_API_KEY_ENV", "api_key_env")):
+        for env, key in (
+            ("CRASHCART_LLM", "model"),
+            ("CRASHCART_LLM_BASE_URL", "base_url"),
+            ("CRASHCART_LLM_API_KEY_ENV", "api_key_env"),
+        ):
             if os.environ.get(env, "").strip():
                 values[key] = os.environ[env].strip()
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -101,7 +104,12 @@ class LLMCallError(Exception):
     """
 
     def __init__(
-        self, *, kind: ErrorKind, attempts: int, message: str, status: int | None = None,
+        self,
+        *,
+        kind: ErrorKind,
+        attempts: int,
+        message: str,
+        status: int | None = None,
         tokens: tuple[int, int] = (0, 0),
     ) -> None:
         super().__init__(message)
@@ -116,8 +124,7 @@ def parse_spec(spec: str) -> ModelSpec:
     """Split `provider:model`, normalising the provider the way init_chat_model does (lower case, - to _)."""
     provider, sep, name = spec.strip().partition(":")
     if not sep or not provider.strip() or not name.strip():
-        raise InputError(f"LLM spec {spec!r} is not provider:model; write it like {SPEC_EXAMPLE} "
-                         "(set CRASHCART_LLM)")
+        raise InputError(f"LLM spec {spec!r} is not provider:model; write it like {SPEC_EXAMPLE} (set CRASHCART_LLM)")
     return ModelSpec(provider=provider.strip().lower().replace("-", "_"), name=name.strip())
 
 
@@ -144,19 +151,25 @@ def local_models_only() -> bool:
 def _guard(endpoint: str | None, spec: str) -> None:
     """With $CRASHCART_LOCAL_MODELS_ONLY set, refuse any endpoint that is not this machine (style item 11)."""
     if local_models_only() and not _is_local(endpoint):
-        raise InputError(f"{spec} would call {endpoint or 'its provider'}, not this machine, and "
-                         f"{LOCAL_ONLY_ENV} is set: use a model on 127.0.0.1/localhost or unset {LOCAL_ONLY_ENV}")
+        raise InputError(
+            f"{spec} would call {endpoint or 'its provider'}, not this machine, and "
+            f"{LOCAL_ONLY_ENV} is set: use a model on 127.0.0.1/localhost or unset {LOCAL_ONLY_ENV}"
+        )
 
 
 def _openai_compatible(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
     base_url = settings.base_url or (OLLAMA_BASE_URL if spec.provider == "ollama" else None)
     if base_url is None and spec.provider in ("vllm", "llamacpp"):
-        raise InputError(f"{spec.provider}:{spec.name} needs the server's URL: set CRASHCART_LLM_BASE_URL "
-                         "(e.g. http://localhost:8000/v1)")
+        raise InputError(
+            f"{spec.provider}:{spec.name} needs the server's URL: set CRASHCART_LLM_BASE_URL "
+            "(e.g. http://localhost:8000/v1)"
+        )
     key = os.environ.get(settings.api_key_env, "").strip()
     if not key and base_url is None:
-        raise InputError(f"openai:{spec.name} needs an API key: set {settings.api_key_env} (or point "
-                         "CRASHCART_LLM_BASE_URL at an OpenAI-compatible server)")
+        raise InputError(
+            f"openai:{spec.name} needs an API key: set {settings.api_key_env} (or point "
+            "CRASHCART_LLM_BASE_URL at an OpenAI-compatible server)"
+        )
     _guard(base_url or "https://api.openai.com/v1", settings.model)
     try:
         from langchain_openai import ChatOpenAI
@@ -169,9 +182,15 @@ def _openai_compatible(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
         # The Responses API is OpenAI's own: compatible servers speak chat completions only.
         extra = {"extra_body": {"max_tokens": settings.max_output_tokens}, "use_responses_api": False}
     model = ChatOpenAI(
-        model=spec.name, base_url=base_url, api_key=key or "not-needed", timeout=settings.timeout_s,
-        max_retries=0, temperature=settings.temperature, max_tokens=settings.max_output_tokens,
-        model_kwargs={"response_format": {"type": "json_object"}} if settings.json_mode else {}, **extra,
+        model=spec.name,
+        base_url=base_url,
+        api_key=key or "not-needed",
+        timeout=settings.timeout_s,
+        max_retries=0,
+        temperature=settings.temperature,
+        max_tokens=settings.max_output_tokens,
+        model_kwargs={"response_format": {"type": "json_object"}} if settings.json_mode else {},
+        **extra,
     )
     # The SDK may still have been redirected (OPENAI_BASE_URL, a LangSmith gateway): check where it points.
     _guard(str(model.root_client.base_url), settings.model)
@@ -197,8 +216,12 @@ def _other_provider(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
             package = module.split(".")[0].replace("_", "-")
             raise InputError(f"{settings.model} needs the {package} package: pip install {package}") from exc
     _guard(settings.base_url, settings.model)
-    kwargs: dict[str, Any] = {"temperature": settings.temperature, "max_tokens": settings.max_output_tokens,
-                              "timeout": settings.timeout_s, "max_retries": 0}
+    kwargs: dict[str, Any] = {
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_output_tokens,
+        "timeout": settings.timeout_s,
+        "max_retries": 0,
+    }
     if settings.base_url:
         kwargs["base_url"] = settings.base_url
     if settings.api_key_env != "OPENAI_API_KEY" and os.environ.get(settings.api_key_env):
@@ -245,8 +268,13 @@ def invoke_with_retry(
             wait = _delay(exc, settings, attempts - 1, rng) if retryable else None
             if wait is None or attempts > settings.max_retries:
                 why = _why_stopped(exc, retryable, wait)
-                raise LLMCallError(kind=kind, attempts=attempts, status=status, tokens=_billed(exc),
-                                   message=_describe(exc, kind, attempts, clock() - started, why)) from exc
+                raise LLMCallError(
+                    kind=kind,
+                    attempts=attempts,
+                    status=status,
+                    tokens=_billed(exc),
+                    message=_describe(exc, kind, attempts, clock() - started, why),
+                ) from exc
             sleep(wait)
             continue
         if not isinstance(reply, AIMessage):
@@ -377,8 +405,13 @@ def _why_stopped(exc: BaseException, retryable: bool, wait: float | None) -> str
 def _describe(exc: BaseException, kind: ErrorKind, attempts: int, elapsed: float, why: str) -> str:
     detail = str(getattr(exc, "message", "") or exc or type(exc).__name__).strip()
     detail = (detail.splitlines() or [type(exc).__name__])[0][:300]
-    what = {"rate_limit": "rate limited", "timeout": "timed out", "server": "hit a server or connection error",
-            "client": "was rejected", "length": "ran out of output tokens (raise max_output_tokens)"}[kind]
+    what = {
+        "rate_limit": "rate limited",
+        "timeout": "timed out",
+        "server": "hit a server or connection error",
+        "client": "was rejected",
+        "length": "ran out of output tokens (raise max_output_tokens)",
+    }[kind]
     return f"LLM call {what} after {attempts} attempt(s) in {elapsed:.1f}s: {detail}{why}"
 
 

@@ -30,8 +30,12 @@ def recall(store: IncidentStore, fingerprint: Fingerprint, k: int = 5) -> list[S
         return []
     return [
         SimilarIncident(
-            id=incident.id, similarity=round(float(score), 4), failure_class=incident.failure_class,
-            action=incident.action, resolution=incident.resolution, job=incident.provenance.job,
+            id=incident.id,
+            similarity=round(float(score), 4),
+            failure_class=incident.failure_class,
+            action=incident.action,
+            resolution=incident.resolution,
+            job=incident.provenance.job,
             created_at=incident.provenance.created_at,
         )
         for incident, score in store.search(fingerprint, k)

@@ -34,10 +34,17 @@ MAX_REPORT_EVENTS = 300
 
 
 def triage(
-    paths: Sequence[str | Path], *, rules: Sequence[Rule] | None = None, workers: int | None = None,
-    memory: IncidentStore | None = None, k: int = 5, novelty: float = NOVELTY_THRESHOLD,
+    paths: Sequence[str | Path],
+    *,
+    rules: Sequence[Rule] | None = None,
+    workers: int | None = None,
+    memory: IncidentStore | None = None,
+    k: int = 5,
+    novelty: float = NOVELTY_THRESHOLD,
     rule_store: RuleStore | None = None,
-    llm: LLMSettings | None = None, llm_options: LLMOptions | None = None, chat_model: BaseChatModel | None = None,
+    llm: LLMSettings | None = None,
+    llm_options: LLMOptions | None = None,
+    chat_model: BaseChatModel | None = None,
 ) -> Report:
     """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
 
@@ -68,18 +75,27 @@ def triage(
 
         settings = llm or Settings(model="custom:chat-model")
         diagnosis, usage, proposals = consult(
-            scans, events, diagnosis, settings=settings, options=options, chat_model=chat_model,
-            rule_store=rule_store, job=", ".join(str(p) for p in paths),
+            scans,
+            events,
+            diagnosis,
+            settings=settings,
+            options=options,
+            chat_model=chat_model,
+            rule_store=rule_store,
+            job=", ".join(str(p) for p in paths),
         )
     llm_done = time.perf_counter()
     size = sum(s.bytes for s in scans)
     done = llm_done
     seconds = done - started
     stats = ScanStats(
-        files=len(scans), lines=sum(s.lines for s in scans), bytes=size,
+        files=len(scans),
+        lines=sum(s.lines for s in scans),
+        bytes=size,
         rule_hits=sum(len(s.hits) + s.hits_dropped for s in scans),
         templates=len({t.template_id for s in scans for t in s.templates}),
-        seconds=round(seconds, 3), mb_per_s=round(size / 1e6 / seconds, 1) if seconds > 0 else 0.0,
+        seconds=round(seconds, 3),
+        mb_per_s=round(size / 1e6 / seconds, 1) if seconds > 0 else 0.0,
     )
     return Report(
         paths=[str(p) for p in paths],

@@ -68,8 +68,10 @@ def _check_shape(parsed: regex_shape.Items | None, notes: list[str]) -> list[str
     reasons = regex_shape.backtracking(parsed)
     literals = regex_shape.required_literals(parsed)
     if literals < MIN_LITERALS:
-        reasons.append(f"too broad: only {literals} literal characters in every match (at least {MIN_LITERALS} "
-                       "needed); anchor it on the message's own words")
+        reasons.append(
+            f"too broad: only {literals} literal characters in every match (at least {MIN_LITERALS} "
+            "needed); anchor it on the message's own words"
+        )
     else:
         notes.append(f"{literals} literal characters in every match")
     return reasons
@@ -104,14 +106,18 @@ def _text(exc: BaseException) -> str:
     return (arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)).splitlines()[0]
 
 
-def _check_examples(regex: re2._Regexp, db: hyperscan.Database | None, examples: list[str],
-                    notes: list[str]) -> list[str]:
+def _check_examples(
+    regex: re2._Regexp, db: hyperscan.Database | None, examples: list[str], notes: list[str]
+) -> list[str]:
     if not examples:
         return ["misses example: none given; pass the evidence lines it must match"]
     reasons = [f"misses example: {ex[:_SHOWN]!r}" for ex in examples if not regex.search(ex)]
     if db is not None:
-        reasons += [f"compile: Hyperscan misses example {ex[:_SHOWN]!r} that RE2 matches; the filter would never "
-                    "see it" for ex in examples if regex.search(ex) and not _matching(regex, db, (ex,))]
+        reasons += [
+            f"compile: Hyperscan misses example {ex[:_SHOWN]!r} that RE2 matches; the filter would never see it"
+            for ex in examples
+            if regex.search(ex) and not _matching(regex, db, (ex,))
+        ]
     if not reasons:
         notes.append(f"matches all {len(examples)} example line(s) in RE2 and Hyperscan")
         notes += _known_already(examples)
@@ -122,8 +128,13 @@ def _known_already(examples: list[str]) -> list[str]:
     """A note (not a refusal) when shipped failure rules already fire on the evidence: the proposal may be redundant,
     or may name a deeper cause than they do; the operator decides."""
     shipped = _shipped_filter()
-    ids = sorted({shipped.rules[h.rule_index].id for h in shipped.scan("\n".join(examples).encode())
-                  if shipped.rules[h.rule_index].role is not Role.CONTEXT})
+    ids = sorted(
+        {
+            shipped.rules[h.rule_index].id
+            for h in shipped.scan("\n".join(examples).encode())
+            if shipped.rules[h.rule_index].role is not Role.CONTEXT
+        }
+    )
     return [f"shipped rules already match the examples: {', '.join(ids)}"] if ids else []
 
 
@@ -132,8 +143,9 @@ def _shipped_filter() -> RuleFilter:
     return RuleFilter(load_rules())
 
 
-def _check_healthy(regex: re2._Regexp, db: hyperscan.Database | None, lines: tuple[str, ...],
-                   notes: list[str]) -> list[str]:
+def _check_healthy(
+    regex: re2._Regexp, db: hyperscan.Database | None, lines: tuple[str, ...], notes: list[str]
+) -> list[str]:
     hits = _matching(regex, db, lines)
     if hits:
         more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
@@ -146,8 +158,10 @@ def _check_random(regex: re2._Regexp, db: hyperscan.Database | None, notes: list
     lines = random_lines()
     share = len(_matching(regex, db, lines)) / len(lines)
     if share > MAX_RANDOM_SHARE:
-        return [f"too broad: matches {share:.1%} of {len(lines)} random log-like lines (the limit is "
-                f"{MAX_RANDOM_SHARE:.0%}); anchor it on the message's own words"]
+        return [
+            f"too broad: matches {share:.1%} of {len(lines)} random log-like lines (the limit is "
+            f"{MAX_RANDOM_SHARE:.0%}); anchor it on the message's own words"
+        ]
     notes.append(f"matches {share:.1%} of {len(lines)} random log-like lines")
     return []
 
@@ -176,8 +190,15 @@ def _joined(lines: tuple[str, ...]) -> tuple[bytes, list[int]]:
 
 
 def propose(
-    pattern: str, examples: list[str], failure_class: FailureClass, *, origin: Origin, model: str, job: str,
-    explanation: str, healthy: Iterable[str] | None = None,
+    pattern: str,
+    examples: list[str],
+    failure_class: FailureClass,
+    *,
+    origin: Origin,
+    model: str,
+    job: str,
+    explanation: str,
+    healthy: Iterable[str] | None = None,
 ) -> RuleProposal:
     """The one way a proposal is made: validated, and pending when it passes, else rejected with every reason.
 
@@ -185,8 +206,15 @@ def propose(
     """
     check = validate_pattern(pattern, examples, healthy)
     return RuleProposal(
-        pattern=pattern, failure_class=failure_class, explanation=explanation, examples=examples, origin=origin,
-        model=model, job=job, status="pending" if check.ok else "rejected", reason="; ".join(check.reasons) or None,
+        pattern=pattern,
+        failure_class=failure_class,
+        explanation=explanation,
+        examples=examples,
+        origin=origin,
+        model=model,
+        job=job,
+        status="pending" if check.ok else "rejected",
+        reason="; ".join(check.reasons) or None,
         validation=check.notes + check.reasons,
     )
 
@@ -199,14 +227,25 @@ def propose_from_line(
     templater = Templater()
     template = templater.template(templater.template_index(text.encode()))
     return propose(
-        derive_from_template(template, text), [text], failure_class, origin="template", model=TEMPLATE_MODEL,
-        job=job, explanation=f"derived from the confirmed line: {text[:200]}", healthy=healthy,
+        derive_from_template(template, text),
+        [text],
+        failure_class,
+        origin="template",
+        model=TEMPLATE_MODEL,
+        job=job,
+        explanation=f"derived from the confirmed line: {text[:200]}",
+        healthy=healthy,
     )
 
 
 def propose_from_suggestion(suggestion: dict, model: str, job: str) -> RuleProposal:
     """The model's regex (an answer's proposed_rule plus the lines it cited) as a proposal."""
     return propose(
-        suggestion["regex"], suggestion["examples"], FailureClass(suggestion["failure_class"]), origin="llm",
-        model=model, job=job, explanation=f"{suggestion['why']} (suggested by {model})",
+        suggestion["regex"],
+        suggestion["examples"],
+        FailureClass(suggestion["failure_class"]),
+        origin="llm",
+        model=model,
+        job=job,
+        explanation=f"{suggestion['why']} (suggested by {model})",
     )

@@ -21,24 +21,42 @@ _A = re.ASCII
 
 # Token shapes (after gitleaks/detect-secrets rules, loosened in length where vendors change formats), each with the
 # literals one of which must be in the text for the pattern to run at all (gitleaks' keywords): most texts skip most.
-_TOKENS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [(kind, keywords, re.compile(pattern, _A)) for
-                                                                kind, keywords, pattern in [
-    ("slack_webhook", ("hooks.slack.com",),
-     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[\w+/-]{20,200}"),
-    ("aws_access_key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-     r"A(?<![A-Za-z0-9]A)(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("gcp_api_key", ("AIza",), r"AIza(?<![\w-]AIza)[\w-]{35}(?![\w-])"),
-    ("anthropic_key", ("sk-ant-",), r"sk-ant-(?<![\w-]sk-ant-)[\w-]{20,300}"),  # before openai_key: both start sk-
-    ("openai_key", ("sk-",), r"sk-(?<![\w-]sk-)(?:proj-|svcacct-|admin-)?[\w-]{20,300}"),
-    ("stripe_key", ("_live_", "_test_"), r"[sr]k_(?<![\w-][sr]k_)(?:live|test)_[A-Za-z0-9]{10,200}"),
-    ("hf_token", ("hf_", "api_org_"), r"(?:hf_(?<![\w-]hf_)|api_org_(?<![\w-]api_org_))[A-Za-z0-9]{30,60}(?![\w-])"),
-    ("slack_token", ("xox", "xapp-"),
-     r"xox(?<![\w.-]xox)(?:e\.xox)?[abeoprs]-\d[A-Za-z0-9-]{8,250}|xapp-(?<![\w-]xapp-)\d-[A-Za-z0-9-]{10,250}"),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     r"g(?<![\w-]g)(?:h[pousr]_[A-Za-z0-9]{36,251}(?![\w-])|ithub_pat_\w{22,255})"),
-    ("gitlab_token", ("gl",), r"gl(?<![\w-]gl)(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas|agent)-[\w.-]{20,300}"),
-    ("jwt", ("eyJ",), r"eyJ(?<![\w-]eyJ)[\w-]{8,4096}\.eyJ[\w-]{8,8192}\.[\w-]{0,4096}={0,2}"),
-]]
+_TOKENS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
+    (kind, keywords, re.compile(pattern, _A))
+    for kind, keywords, pattern in [
+        (
+            "slack_webhook",
+            ("hooks.slack.com",),
+            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[\w+/-]{20,200}",
+        ),
+        (
+            "aws_access_key",
+            ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+            r"A(?<![A-Za-z0-9]A)(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
+        ),
+        ("gcp_api_key", ("AIza",), r"AIza(?<![\w-]AIza)[\w-]{35}(?![\w-])"),
+        ("anthropic_key", ("sk-ant-",), r"sk-ant-(?<![\w-]sk-ant-)[\w-]{20,300}"),  # before openai_key: both start sk-
+        ("openai_key", ("sk-",), r"sk-(?<![\w-]sk-)(?:proj-|svcacct-|admin-)?[\w-]{20,300}"),
+        ("stripe_key", ("_live_", "_test_"), r"[sr]k_(?<![\w-][sr]k_)(?:live|test)_[A-Za-z0-9]{10,200}"),
+        (
+            "hf_token",
+            ("hf_", "api_org_"),
+            r"(?:hf_(?<![\w-]hf_)|api_org_(?<![\w-]api_org_))[A-Za-z0-9]{30,60}(?![\w-])",
+        ),
+        (
+            "slack_token",
+            ("xox", "xapp-"),
+            r"xox(?<![\w.-]xox)(?:e\.xox)?[abeoprs]-\d[A-Za-z0-9-]{8,250}|xapp-(?<![\w-]xapp-)\d-[A-Za-z0-9-]{10,250}",
+        ),
+        (
+            "github_token",
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+            r"g(?<![\w-]g)(?:h[pousr]_[A-Za-z0-9]{36,251}(?![\w-])|ithub_pat_\w{22,255})",
+        ),
+        ("gitlab_token", ("gl",), r"gl(?<![\w-]gl)(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas|agent)-[\w.-]{20,300}"),
+        ("jwt", ("eyJ",), r"eyJ(?<![\w-]eyJ)[\w-]{8,4096}\.eyJ[\w-]{8,8192}\.[\w-]{0,4096}={0,2}"),
+    ]
+]
 
 _PEM_BEGIN = re.compile(r"-{4,5} ?BEGIN ?(?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
 _PEM_END = re.compile(r"-{4,5} ?END ?(?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
@@ -46,23 +64,32 @@ _PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\r\n]|\\[nr]){0,16384}")  # a key cut o
 _PEM_MAX = 16384
 _PUTTY = re.compile(r"Private-Lines: *\d{1,4}(?:\r?\n[A-Za-z0-9+/=]{1,128}){1,256}")
 
-_URL_PASS = re.compile(r"(?<![A-Za-z0-9+.-])(?P<pre>[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@\[\]]{0,128}:)"
-                       r"(?P<v>[^\s/?#@]{1,256})@", _A)
+_URL_PASS = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<pre>[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@\[\]]{0,128}:)"
+    r"(?P<v>[^\s/?#@]{1,256})@",
+    _A,
+)
 _KV = re.compile(
     r"(?<![A-Za-z0-9])(?P<kw>(?i:secret[_-]?access[_-]?key|session[_-]?token|(?:access|refresh|auth|id|api)[_-]?token"
     r"|api[_-]?key|private[_-]?key(?:[_-]?id)?|client[_-]?secret|pass(?:word|wd|phrase)|(?:proxy-)?authorization"
     r"|secret|token|key(?:[_-]?id)?)|PAT)"
     r"(?:[\"']?[ \t]{0,8}(?:=>|:=|[:=])[ \t]{0,8}|[ \t]{1,8}\.{2,80}[ \t]{1,8})"  # k=v, "k": v, Megatron's k ... v
     r"(?:(?i:bearer|basic|token|digest|bot)[ \t]+)?"
-    r"(?:\"(?P<v1>[^\"\r\n]{1,512})|'(?P<v2>[^'\r\n]{1,512})|(?P<v3>[^\s\"',;&]{1,512}))", _A)
+    r"(?:\"(?P<v1>[^\"\r\n]{1,512})|'(?P<v2>[^'\r\n]{1,512})|(?P<v3>[^\s\"',;&]{1,512}))",
+    _A,
+)
 # Literal first, then a lookbehind on the character before it: Python's re then scans for the literal in C.
 _ARGS = re.compile(
     r"-(?<![\w-]-)(?:(?:u|-user)[ \t]+['\"]?[^\s:'\"]{1,128}:(?P<u>[^\s'\"/][^\s'\"]{0,255})"  # curl -u user:pass
     r"|-?(?P<pre>(?:[A-Za-z0-9]{1,32}[-_]){0,3})(?P<kw>(?i:password|passwd|token|api[-_]?key|secret|key))"
-    r"[ \t]+['\"]?(?P<v>[^\s'\"-][^\s'\"]{0,511}))", _A)  # --hf-token abc
+    r"[ \t]+['\"]?(?P<v>[^\s'\"-][^\s'\"]{0,511}))",
+    _A,
+)  # --hf-token abc
 _LOGIN = re.compile(
     r"login(?<![\w-]login)[ \t]+\S{1,128}\s{1,16}password[ \t]+(?P<n>\S{1,512})"  # .netrc
-    r"|wandb(?<![\w-]wandb)[ \t]+login(?:[ \t]+--[\w-]{1,32}){0,3}[ \t]+(?P<w>[\w-]{32,128})", _A)
+    r"|wandb(?<![\w-]wandb)[ \t]+login(?:[ \t]+--[\w-]{1,32}){0,3}[ \t]+(?P<w>[\w-]{32,128})",
+    _A,
+)
 _BEARER = re.compile(r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,4096}=*)", _A)
 _EMAIL = re.compile(r"(?<![\w.%+-])(?P<local>[\w.%+-]{1,64})@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![\w-])", _A)
 
@@ -70,7 +97,9 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _HEX4 = r"[0-9a-fA-F]{1,4}"
 _IP_RE = re.compile(
     rf"(?<![\w.])(?P<v4>(?:{_OCTET}\.){{3}}{_OCTET})(?![\w+]|\.\d|-\d)"
-    rf"|(?<![\w:.])(?P<v6>(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,6}}:(?:{_HEX4}:){{0,5}}{_HEX4})(?![\w:])", _A)
+    rf"|(?<![\w:.])(?P<v6>(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,6}}:(?:{_HEX4}:){{0,5}}{_HEX4})(?![\w:])",
+    _A,
+)
 _VERSIONISH = re.compile(r"(?i)(?:version|ver|release|build|driver|cudnn|nccl|cuda|torch)[ \t:=]{0,3}\Z")
 _KEEP_IPS = ("0.0.0.0", "255.255.255.255")
 
@@ -80,7 +109,8 @@ _HOST_NAME = re.compile(
     r"|(?:node|host|worker|compute|dgx|hgx|srv|server|ip)(?:-[a-z0-9]{1,16}){0,4}-\d{1,6}"  # dgx-042, ip-10-0-0-12
     r"|gpu(?:-[a-z0-9]{1,16}){1,4}-\d{1,6}|gpu\d{3,6}"  # gpu-a100-017, gpu017 (gpu0..gpu99 are devices)
     r"|(?:[a-z0-9]{1,32}-){1,6}(?:worker|master|launcher|node|host)-\d{1,6}",  # Kubernetes pods
-    _A | re.IGNORECASE)
+    _A | re.IGNORECASE,
+)
 _HOST_TMPL = r"(?<![\w.-]){}(?P<n>[A-Za-z0-9][\w-]{{0,62}})(?P<d>(?:\.[A-Za-z][\w-]{{0,62}}){{1,8}})?(?![\w-])"
 _HOST_TOKEN = re.compile(_HOST_TMPL.format(""), _A)
 _HOST_TOKEN_DIGIT = re.compile(_HOST_TMPL.format(r"(?=[A-Za-z_-]{0,62}\d)"), _A)  # only names with digits: fewer calls
@@ -88,22 +118,104 @@ _UUIDISH = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-")  # GPU-5c1f2a3b-4d5e-..
 _HOST_CONTEXT = re.compile(
     r"^(?P<a>[A-Za-z0-9][\w.-]{0,252}):\d{1,10}:\d{1,10}(?= \[\d{1,6}\])"  # NCCL's host:pid:tid prefix
     r"|(?<![A-Za-z0-9])(?i:node failure on|master[_-]addr(?:ess)?|(?:slurmd_)?nodename|hostname|host)"
-    r"(?:[ \t]*[=:][ \t]*[\"']?|[ \t]+)(?P<b>[A-Za-z][A-Za-z0-9.-]{0,252})", _A | re.MULTILINE)
+    r"(?:[ \t]*[=:][ \t]*[\"']?|[ \t]+)(?P<b>[A-Za-z][A-Za-z0-9.-]{0,252})",
+    _A | re.MULTILINE,
+)
 _INTERNAL_TLDS = {"internal", "local", "lan", "corp", "cluster", "intra", "localdomain", "home", "priv", "private"}
-_FILE_EXTS = {"log", "out", "err", "txt", "json", "jsonl", "yaml", "yml", "py", "sh", "csv", "gz", "zst", "tar", "pt",
-              "bin", "ckpt", "safetensors", "md", "html", "nsys-rep", "so", "cu", "cpp", "h"}
+_FILE_EXTS = {
+    "log",
+    "out",
+    "err",
+    "txt",
+    "json",
+    "jsonl",
+    "yaml",
+    "yml",
+    "py",
+    "sh",
+    "csv",
+    "gz",
+    "zst",
+    "tar",
+    "pt",
+    "bin",
+    "ckpt",
+    "safetensors",
+    "md",
+    "html",
+    "nsys-rep",
+    "so",
+    "cu",
+    "cpp",
+    "h",
+}
 _NOT_HOSTS = {"localhost", "none", "null", "true", "false"}
-_PSEUDONYM = re.compile(r"(?<![A-Za-z0-9_])(?:host|domain)-\d+(?!\d)|(?<![\w.])240\.\d{1,3}\.\d{1,3}\.\d{1,3}(?!\d)"
-                        r"|(?<![\w:])2001:db8::[0-9a-f]{1,4}(?![\w:])", _A)
+_PSEUDONYM = re.compile(
+    r"(?<![A-Za-z0-9_])(?:host|domain)-\d+(?!\d)|(?<![\w.])240\.\d{1,3}\.\d{1,3}\.\d{1,3}(?!\d)"
+    r"|(?<![\w:])2001:db8::[0-9a-f]{1,4}(?![\w:])",
+    _A,
+)
 
 _PLACEHOLDER = re.compile(r"\$\{?[A-Z_][A-Z0-9_]*\}?|<[^<>]*>|\[REDACTED:\w+\].*|%\(?\w*\)?s|[{\[(]|[*xX.#?_-]+", _A)
 _NULLS = {"none", "null", "nil", "true", "false", "undefined", "redacted", "hidden", "masked", "unset", "empty"}
-_KEY_OWNERS = {"api", "access", "secret", "private", "client", "signing", "encryption", "master", "account", "storage",
-               "service", "auth", "wandb", "openai", "anthropic", "hf", "license", "subscription", "app", "ssh",
-               "deploy"}
-_TOKEN_OWNERS = {"access", "auth", "refresh", "session", "id", "api", "bearer", "private", "personal", "oauth", "hf",
-                 "hub", "github", "gh", "gitlab", "wandb", "slack", "bot", "user", "secret", "deploy", "runner",
-                 "registry", "csrf", "xsrf", "npm", "pypi", "docker", "vault", "kube", "k8s", "service", "app"}
+_KEY_OWNERS = {
+    "api",
+    "access",
+    "secret",
+    "private",
+    "client",
+    "signing",
+    "encryption",
+    "master",
+    "account",
+    "storage",
+    "service",
+    "auth",
+    "wandb",
+    "openai",
+    "anthropic",
+    "hf",
+    "license",
+    "subscription",
+    "app",
+    "ssh",
+    "deploy",
+}
+_TOKEN_OWNERS = {
+    "access",
+    "auth",
+    "refresh",
+    "session",
+    "id",
+    "api",
+    "bearer",
+    "private",
+    "personal",
+    "oauth",
+    "hf",
+    "hub",
+    "github",
+    "gh",
+    "gitlab",
+    "wandb",
+    "slack",
+    "bot",
+    "user",
+    "secret",
+    "deploy",
+    "runner",
+    "registry",
+    "csrf",
+    "xsrf",
+    "npm",
+    "pypi",
+    "docker",
+    "vault",
+    "kube",
+    "k8s",
+    "service",
+    "app",
+}
 
 
 def _is_placeholder(value: str) -> bool:
@@ -151,8 +263,12 @@ def _kv_kind(prefix: str, keyword: str, value: str) -> str | None:
         return "aws_session_token" if "session" in full else "aws_secret_key"
     if "private" in full and full.endswith("id"):
         return "gcp_private_key_id"
-    for part, kind in (("pass", "password"), ("authorization", "auth_header"), ("secret", "secret"),
-                       ("token", "token")):
+    for part, kind in (
+        ("pass", "password"),
+        ("authorization", "auth_header"),
+        ("secret", "secret"),
+        ("token", "token"),
+    ):
         if part in full:
             return kind
     return "token" if kw == "pat" else "api_key"
@@ -172,8 +288,13 @@ def _token_ok(kind: str, token: str) -> bool:
 class Redactor:
     """Redacts secrets and (opt-in) pseudonymises hosts and IPs consistently across every text it is given."""
 
-    def __init__(self, hosts: bool = False, ips: bool = False, extra_patterns: list[str] | None = None,
-                 known_hosts: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        hosts: bool = False,
+        ips: bool = False,
+        extra_patterns: list[str] | None = None,
+        known_hosts: Iterable[str] | None = None,
+    ) -> None:
         """known_hosts (the job's node names) are pseudonymised wherever they occur, even with hosts=False.
         extra_patterns are the caller's regexes: the whole match (or group 1 when there is one) becomes
         [REDACTED:custom]; an invalid one raises re.error here, not at redaction time."""
@@ -257,7 +378,7 @@ class Redactor:
         if _is_placeholder(m.group(group)) and kind != "custom":
             return m.group(0)
         start, end = m.span(group)
-        return m.group(0)[: start - m.start()] + self._placeholder(kind) + m.group(0)[end - m.start():]
+        return m.group(0)[: start - m.start()] + self._placeholder(kind) + m.group(0)[end - m.start() :]
 
     def _private_keys(self, text: str) -> str:
         """PEM/OpenSSH/PGP private key blocks (also inside JSON with \\n escapes) and PuTTY private lines."""
@@ -276,7 +397,7 @@ class Redactor:
                 body = _PEM_BODY.match(text, m.end())
                 stop = body.end() if body else m.end()
             kind = "ssh_private_key" if "SSH" in m.group(0) else "private_key"
-            out += [text[pos:m.start()], self._placeholder(kind)]
+            out += [text[pos : m.start()], self._placeholder(kind)]
             pos = stop
         out.append(text[pos:])
         return _PUTTY.sub(lambda m: self._placeholder("ssh_private_key"), "".join(out))
@@ -298,12 +419,15 @@ class Redactor:
         if m.re is _ARGS and m["v"] is not None:
             kind = _kv_kind(m["pre"], m["kw"], m["v"])
             return self._replace_group(m, "v", kind) if kind else m.group(0)
-        group, kind = next((g, k) for g, k in (("u", "password"), ("n", "password"), ("w", "wandb_api_key"))
-                           if g in m.re.groupindex and m[g])
+        group, kind = next(
+            (g, k)
+            for g, k in (("u", "password"), ("n", "password"), ("w", "wandb_api_key"))
+            if g in m.re.groupindex and m[g]
+        )
         return self._replace_group(m, group, kind)
 
     def _email_sub(self, m: re.Match[str]) -> str:
-        if m["local"].lower() == "git" or m.string[max(0, m.start() - 3):m.start()] == "://":
+        if m["local"].lower() == "git" or m.string[max(0, m.start() - 3) : m.start()] == "://":
             return m.group(0)  # git@github.com:org/repo, https://user@host: a service and a URL user, not a person
         return self._placeholder("email")
 
@@ -376,8 +500,12 @@ class Redactor:
         if _UUIDISH.search(name):
             return m.group(0)  # GPU-5c1f2a3b-4d5e-...
         parts = self._host_parts(name)
-        if parts is None and self.hosts and dom.rsplit(".", 1)[-1].lower() in _INTERNAL_TLDS \
-                and any(c.isdigit() for c in name):
+        if (
+            parts is None
+            and self.hosts
+            and dom.rsplit(".", 1)[-1].lower() in _INTERNAL_TLDS
+            and any(c.isdigit() for c in name)
+        ):
             parts = ("", name, "")  # lustre3.cluster.internal
         if parts is None:
             return m.group(0)

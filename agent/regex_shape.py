@@ -25,10 +25,14 @@ _ALL = frozenset(range(257))  # Latin-1 plus 256, which stands for "any characte
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 _CATEGORY_RE = {"DIGIT": r"\d", "SPACE": r"\s", "WORD": r"\w"}
 
-NESTED = ("backtracking: nested quantifier (a repeated group holds an unbounded repeat, like (a+)+ or (\\w+\\s?)*); "
-          "write the repeated part once")
-OVERLAP = ("backtracking: alternation of overlapping branches under a repeat (like (a|a)* or (x|xy)*); "
-           "make the branches start differently or drop the repeat")
+NESTED = (
+    "backtracking: nested quantifier (a repeated group holds an unbounded repeat, like (a+)+ or (\\w+\\s?)*); "
+    "write the repeated part once"
+)
+OVERLAP = (
+    "backtracking: alternation of overlapping branches under a repeat (like (a|a)* or (x|xy)*); "
+    "make the branches start differently or drop the repeat"
+)
 
 
 def parse(pattern: str) -> Items | None:
@@ -104,7 +108,7 @@ def _overlapping(branches: list[Items]) -> bool:
     """Whether two branches can start on the same character (or both match the empty string)."""
     firsts = [_first(b) for b in branches]
     for i, (chars_i, empty_i) in enumerate(firsts):
-        for chars_j, empty_j in firsts[i + 1:]:
+        for chars_j, empty_j in firsts[i + 1 :]:
             if chars_i & chars_j or (empty_i and empty_j):
                 return True
     return False

@@ -35,6 +35,7 @@ def mark_rare(scans: Sequence[FileScan]) -> None:
 def salient_templates(scans: Sequence[FileScan], limit: int = 100) -> list[TemplateStat]:
     """The per-node/rank templates worth a look: those with rule hits, then new, then rare ones, in time order."""
     picked = [s for scan in scans for s in scan.templates if s.rule_ids or s.new or s.rare]
+
     def order(s: TemplateStat) -> tuple:
         kind = 0 if s.rule_ids else 1 if s.new else 2
         return (kind, s.first.time is None, s.first.time or datetime.min, s.first.file, s.first.line)

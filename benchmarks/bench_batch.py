@@ -38,8 +38,10 @@ INFRA_SCENARIOS = ["xid79", "ecc", "ib_link", "node_fail", "storage"]
 JOB_SCENARIOS = ["gpu_oom", "host_oom", "nan_loss", "code_bug", "timeout_only", "none"]
 BAD_NODES = [(2, 3), (5, 7), (7, 1)]  # (rack, node index): hosts that fail again and again
 # A shim for a crashcart whose cli.py does not register `batch` yet.
-_SHIM = ("from crashcart import cli; from crashcart.cli_batch import batch; "
-         "cli.app.command('batch')(batch); import sys; sys.argv[0] = 'crashcart'; cli.main()")
+_SHIM = (
+    "from crashcart import cli; from crashcart.cli_batch import batch; "
+    "cli.app.command('batch')(batch); import sys; sys.argv[0] = 'crashcart'; cli.main()"
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -56,6 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 # -- the tree ------------------------------------------------------------------------------------------------
 
+
 def plan_jobs(n: int, max_mb: float, seed: int) -> list[dict[str, Any]]:
     """JobSpec fields per job: most small (1-5 MB), some medium (5-30), a few big (50-max) and mostly infra."""
     rng = random.Random(seed)
@@ -66,19 +69,28 @@ def plan_jobs(n: int, max_mb: float, seed: int) -> list[dict[str, Any]]:
         lo, hi = (50.0, max_mb) if u < 0.06 or i == 0 else ((5.0, 30.0) if u < 0.26 else (1.0, 5.0))
         mb = max_mb if i == 0 else math.exp(rng.uniform(math.log(lo), math.log(min(hi, max_mb))))
         big = mb >= 50
-        scenario = rng.choice(INFRA_SCENARIOS if (big and rng.random() < 0.8) or i in bad else
-                              INFRA_SCENARIOS + JOB_SCENARIOS * 2)
+        scenario = rng.choice(
+            INFRA_SCENARIOS if (big and rng.random() < 0.8) or i in bad else INFRA_SCENARIOS + JOB_SCENARIOS * 2
+        )
         nodes = rng.choice([16, 24, 32]) if big else rng.choice([2, 4, 8, 12])
         rack, fault = rng.randrange(40), rng.randrange(nodes)
         if i in bad:
             rack, fault = BAD_NODES[bad.index(i) % len(BAD_NODES)]
             nodes = max(nodes, fault + 1)
-        specs.append({
-            "nodes": nodes, "gpus_per_node": 8, "total_mb": round(mb, 2), "scenario": scenario, "fault_node": fault,
-            "seed": seed * 1000 + i, "start": START.isoformat(), "hostname": f"r{rack}n{{:02d}}",
-            "layout": rng.choice(["per_node"] * 6 + ["slurm"] + (["per_rank"] if nodes <= 4 else [])),
-            "compression": rng.choice(["none"] * 8 + ["gzip", "zstd"]) if mb < 30 else "none",
-        })
+        specs.append(
+            {
+                "nodes": nodes,
+                "gpus_per_node": 8,
+                "total_mb": round(mb, 2),
+                "scenario": scenario,
+                "fault_node": fault,
+                "seed": seed * 1000 + i,
+                "start": START.isoformat(),
+                "hostname": f"r{rack}n{{:02d}}",
+                "layout": rng.choice(["per_node"] * 6 + ["slurm"] + (["per_rank"] if nodes <= 4 else [])),
+                "compression": rng.choice(["none"] * 8 + ["gzip", "zstd"]) if mb < 30 else "none",
+            }
+        )
     return specs
 
 
@@ -104,6 +116,7 @@ def generate_tree(root: Path, specs: list[dict[str, Any]]) -> dict[str, dict[str
 
 
 # -- what the summary must say, from the manifests -----------------------------------------------------------
+
 
 def expected(manifests: dict[str, dict[str, Any]], infra: set[str]) -> dict[str, Any]:
     """Per-class jobs and GPU-hours, the infrastructure split and the repeat offenders a perfect triage gives."""
@@ -147,12 +160,20 @@ def check(output: dict[str, Any], manifests: dict[str, dict[str, Any]]) -> dict[
         if m["faulty_node"]:
             node_total += 1
             if m["faulty_node"] not in d.get("faulty_nodes", []):
-                node_misses.append({"job": job_id, "scenario": m["scenario"], "layout": m["spec"]["layout"],
-                                    "expected": m["faulty_node"], "got": d.get("faulty_nodes")})
+                node_misses.append(
+                    {
+                        "job": job_id,
+                        "scenario": m["scenario"],
+                        "layout": m["spec"]["layout"],
+                        "expected": m["faulty_node"],
+                        "got": d.get("faulty_nodes"),
+                    }
+                )
     found = {o["node"] for o in summary["offenders"]}
     got_classes = {c["failure_class"]: {"jobs": c["jobs"], "gpu_hours": c["gpu_hours"]} for c in summary["classes"]}
     return {
-        "class_accuracy": round(1 - len(wrong) / len(manifests), 4), "misclassified": wrong[:20],
+        "class_accuracy": round(1 - len(wrong) / len(manifests), 4),
+        "misclassified": wrong[:20],
         "faulty_node_hit_rate": round(1 - len(node_misses) / node_total, 4) if node_total else None,
         "faulty_node_misses": node_misses[:20],
         "classes_match": _close(got_classes, want["classes"]),
@@ -160,10 +181,12 @@ def check(output: dict[str, Any], manifests: dict[str, dict[str, Any]]) -> dict[
         and abs(summary["infrastructure"]["gpu_hour_share"] - want["infra_gpu_hour_share"]) < 1e-3,
         # Extra offenders are possible and not wrong: a diagnosis may name two nodes (both ends of a failed IB
         # link), while a manifest knows only the node the fault was injected on.
-        "offenders_expected": want["offenders"], "offenders_found": [o["node"] for o in summary["offenders"]],
+        "offenders_expected": want["offenders"],
+        "offenders_found": [o["node"] for o in summary["offenders"]],
         "offenders_missing": sorted(set(want["offenders"]) - found),
         "offenders_extra": sorted(found - set(want["offenders"])),
-        "errors_expected": ["broken/truncated-gzip"], "no_logs_expected": ["broken/no-logs"],
+        "errors_expected": ["broken/truncated-gzip"],
+        "no_logs_expected": ["broken/no-logs"],
         "errors_found": [p["job_id"] for p in summary["problems"] if p["status"] == "error"],
         "no_logs_found": [p["job_id"] for p in summary["problems"] if p["status"] == "no_logs"],
     }
@@ -171,10 +194,12 @@ def check(output: dict[str, Any], manifests: dict[str, dict[str, Any]]) -> dict[
 
 def _close(got: dict[str, dict[str, float]], want: dict[str, dict[str, float]]) -> bool:
     return got.keys() == want.keys() and all(
-        got[c]["jobs"] == want[c]["jobs"] and abs(got[c]["gpu_hours"] - want[c]["gpu_hours"]) < 0.01 for c in want)
+        got[c]["jobs"] == want[c]["jobs"] and abs(got[c]["gpu_hours"] - want[c]["gpu_hours"]) < 0.01 for c in want
+    )
 
 
 # -- running crashcart ----------------------------------------------------------------------------------------
+
 
 def crashcart_cmd(explicit: str | None) -> list[str]:
     """The crashcart beside this Python; through a shim when its cli.py does not register `batch` yet."""
@@ -196,7 +221,7 @@ def _tree_rss(pid: int) -> tuple[int, int]:
             continue
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             parents[int(fields[1])].append(int(entry))
             rss[int(entry)] = int(fields[21]) * page
         except (OSError, ValueError, IndexError):
@@ -232,18 +257,38 @@ def run_batch_cmd(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    run: dict[str, Any] = {"wall_s": round(wall, 2), "exit_code": code, "peak_rss_total_mb": round(peak[0] / MB, 1),
-                           "peak_rss_largest_process_mb": round(peak[1] / MB, 1), "stderr_tail": stderr[-600:]}
+    run: dict[str, Any] = {
+        "wall_s": round(wall, 2),
+        "exit_code": code,
+        "peak_rss_total_mb": round(peak[0] / MB, 1),
+        "peak_rss_largest_process_mb": round(peak[1] / MB, 1),
+        "stderr_tail": stderr[-600:],
+    }
     run["output"] = json.loads(stdout) if code == 0 else None
     return run
 
 
 def _figures(run: dict[str, Any]) -> dict[str, Any]:
     t = run["output"]["summary"]["totals"]
-    keep = ("jobs", "triaged", "errors", "no_logs", "new_jobs", "reused", "new_bytes", "wall_s", "jobs_per_min",
-            "mb_per_s", "gpu_hours")
-    return {"process_wall_s": run["wall_s"], "peak_rss_total_mb": run["peak_rss_total_mb"],
-            "peak_rss_largest_process_mb": run["peak_rss_largest_process_mb"], **{k: t[k] for k in keep}}
+    keep = (
+        "jobs",
+        "triaged",
+        "errors",
+        "no_logs",
+        "new_jobs",
+        "reused",
+        "new_bytes",
+        "wall_s",
+        "jobs_per_min",
+        "mb_per_s",
+        "gpu_hours",
+    )
+    return {
+        "process_wall_s": run["wall_s"],
+        "peak_rss_total_mb": run["peak_rss_total_mb"],
+        "peak_rss_largest_process_mb": run["peak_rss_largest_process_mb"],
+        **{k: t[k] for k in keep},
+    }
 
 
 def bench(root: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -252,8 +297,16 @@ def bench(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     manifests = generate_tree(root, specs)
     generated_s = time.perf_counter() - began
     sizes = [m["uncompressed_bytes"] for m in manifests.values()]
-    cmd = [*crashcart_cmd(args.crashcart), "batch", str(root), "--results", str(root / "batch.db"), "--format",
-           "json", "--no-memory"] + (["--workers", str(args.workers)] if args.workers else [])
+    cmd = [
+        *crashcart_cmd(args.crashcart),
+        "batch",
+        str(root),
+        "--results",
+        str(root / "batch.db"),
+        "--format",
+        "json",
+        "--no-memory",
+    ] + (["--workers", str(args.workers)] if args.workers else [])
     env = {**os.environ, "XDG_DATA_HOME": str(root / ".xdg")}  # no personal rule store
     first = run_batch_cmd(cmd, env)
     if first["exit_code"] != 0:
@@ -266,18 +319,27 @@ def bench(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     third = run_batch_cmd(cmd, env)
     retriaged = sorted({r["job"]["job_id"] for r in third["output"]["results"]} - _ids_reused(third, resume))
     return {
-        "tree": {"jobs": len(manifests), "broken_jobs": 2, "log_gb": round(sum(sizes) / 1e9, 2),
-                 "on_disk_gb": round(sum(m["total_bytes"] for m in manifests.values()) / 1e9, 2),
-                 "smallest_mb": round(min(sizes) / MB, 2), "largest_mb": round(max(sizes) / MB, 2),
-                 "scenarios": dict(Counter(m["scenario"] for m in manifests.values())),
-                 "layouts": dict(Counter(m["spec"]["layout"] for m in manifests.values())),
-                 "compression": dict(Counter(m["spec"]["compression"] for m in manifests.values())),
-                 "generated_s": round(generated_s, 1)},
-        "cpus": os.cpu_count(), "workers": args.workers or "default",
-        "first": _figures(first), "check": check(first["output"], manifests),
-        "resume": _figures(resume), "after_touch": {**_figures(third), "touched": touched, "retriaged": retriaged},
-        "summary": {k: first["output"]["summary"][k] for k in ("classes", "infrastructure", "other", "deciders",
-                                                                "offenders")},
+        "tree": {
+            "jobs": len(manifests),
+            "broken_jobs": 2,
+            "log_gb": round(sum(sizes) / 1e9, 2),
+            "on_disk_gb": round(sum(m["total_bytes"] for m in manifests.values()) / 1e9, 2),
+            "smallest_mb": round(min(sizes) / MB, 2),
+            "largest_mb": round(max(sizes) / MB, 2),
+            "scenarios": dict(Counter(m["scenario"] for m in manifests.values())),
+            "layouts": dict(Counter(m["spec"]["layout"] for m in manifests.values())),
+            "compression": dict(Counter(m["spec"]["compression"] for m in manifests.values())),
+            "generated_s": round(generated_s, 1),
+        },
+        "cpus": os.cpu_count(),
+        "workers": args.workers or "default",
+        "first": _figures(first),
+        "check": check(first["output"], manifests),
+        "resume": _figures(resume),
+        "after_touch": {**_figures(third), "touched": touched, "retriaged": retriaged},
+        "summary": {
+            k: first["output"]["summary"][k] for k in ("classes", "infrastructure", "other", "deciders", "offenders")
+        },
     }
 
 

@@ -36,74 +36,189 @@ from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 REPO = Path(__file__).resolve().parents[1]
 EMBEDDERS = ["hashing:256:1-1", "hashing:256", "hashing:1024:1-1", "hashing:1024", "hashing:4096:1-1", "hashing:4096"]
 OPS = ["ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "BROADCAST", "SEND", "RECV", "ALLTOALL"]
-WORDS = ["encoder", "decoder", "attention", "mlp", "embedding", "optimizer", "dataloader", "checkpoint", "moe",
-         "router", "expert", "layernorm", "rotary", "scheduler", "sampler", "tokenizer"]
+WORDS = [
+    "encoder",
+    "decoder",
+    "attention",
+    "mlp",
+    "embedding",
+    "optimizer",
+    "dataloader",
+    "checkpoint",
+    "moe",
+    "router",
+    "expert",
+    "layernorm",
+    "rotary",
+    "scheduler",
+    "sampler",
+    "tokenizer",
+]
 NOISE = [
     "[Rank <NUM>] iteration <NUM>/<NUM> | loss <NUM> | lr <NUM> | grad norm <NUM>",
     "torch.distributed.elastic.multiprocessing.api: Sending process <NUM> closing signal SIGTERM",
     "srun: error: <HOST>: task <NUM>: Exited with exit code <NUM>",
     "Traceback (most recent call last):",
-    "File \"<PATH>\", line <NUM>, in {word}_forward",
+    'File "<PATH>", line <NUM>, in {word}_forward',
     "WARNING: {word} is deprecated and will be removed in a future release",
 ]
 # family: (class, rule ids, salient templates); {op} and {word} vary per incident.
 FAMILIES: list[tuple[FailureClass, list[str], list[str]]] = [
-    (FailureClass.GPU_HARDWARE, ["gpu.xid_79", "gpu.fell_off_bus"], [
-        "NVRM: Xid (PCI:<HEX>): <NUM>, pid=<NUM>, name=python, GPU has fallen off the bus.",
-        "CUDA error: unspecified launch failure", "RuntimeError: CUDA error: an illegal memory access {word}"]),
-    (FailureClass.GPU_HARDWARE, ["gpu.ecc_uncorrectable"], [
-        "CUDA error: uncorrectable ECC error encountered", "NVRM: Xid (PCI:<HEX>): <NUM>, Row Remapper: row remap",
-        "Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error"]),
-    (FailureClass.NETWORK, ["net.ib.retry_exceeded", "net.ib.flush_error"], [
-        "NCCL WARN NET/IB : Got completion from peer <IP> with status=<NUM> opcode=<NUM> len=<NUM> vendor err <NUM>",
-        "NCCL INFO transport/net.cc:<NUM> -> <NUM>", "NCCL INFO proxy.cc:<NUM> -> <NUM> [Progress Thread]"]),
-    (FailureClass.NETWORK, ["net.socket.connection_refused"], [
-        "NCCL WARN socketStartConnect: Connect to <IP> failed : Connection refused",
-        "NCCL WARN Call to connect returned Connection refused, retrying", "ncclSystemError: System call failed"]),
-    (FailureClass.COLLECTIVE_TIMEOUT, ["coll.watchdog_timeout"], [
-        "[Rank <NUM>] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<NUM>, OpType={op}, "
-        "NumelIn=<NUM>, NumelOut=<NUM>, Timeout(ms)=<NUM>) ran for <NUM> milliseconds before timing out.",
-        "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels",
-        "To avoid data inconsistency, we are taking the entire process down."]),
-    (FailureClass.CUDA_ERROR, ["cuda.illegal_address"], [
-        "RuntimeError: CUDA error: an illegal memory access was encountered",
-        "CUDA kernel errors might be asynchronously reported at some other API call",
-        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."]),
-    (FailureClass.NODE_FAILURE, ["node.slurm_node_fail"], [
-        "slurmstepd: error: *** STEP <NUM> ON <HOST> CANCELLED AT <NUM> DUE TO NODE FAILURE ***",
-        "srun: error: Node failure on <HOST>", "srun: Job step aborted: Waiting up to <NUM> seconds"]),
-    (FailureClass.GPU_OOM, ["memory.cuda_oom"], [
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <NUM> (GPU <NUM>; <NUM> total capacity)",
-        "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-        "in {word}_forward: output = torch.matmul(hidden_states, weight)"]),
-    (FailureClass.HOST_OOM, ["memory.oom_killer"], [
-        "slurmstepd: error: Detected <NUM> oom_kill event in StepId=<NUM>. Some of the step tasks have been OOM",
-        "Out of memory: Killed process <NUM> (python) total-vm:<NUM>, anon-rss:<NUM>",
-        "torch.distributed.elastic.multiprocessing.api: failed (exitcode: -<NUM>) local_rank: <NUM>"]),
-    (FailureClass.STORAGE, ["storage.enospc"], [
-        "OSError: [Errno <NUM>] No space left on device: <PATH>",
-        "torch.save failed while writing {word} shard <NUM> to <PATH>", "RuntimeError: PytorchStreamWriter failed"]),
-    (FailureClass.STORAGE, ["storage.stale_handle"], [
-        "OSError: [Errno <NUM>] Stale file handle: <PATH>", "lustre: <HOST>: ll_ost_io: timeout on bulk READ",
-        "DataLoader worker (pid <NUM>) is killed by signal: Bus error."]),
-    (FailureClass.LOSS_DIVERGENCE, ["loss.nan"], [
-        "[Rank <NUM>] iteration <NUM> | loss nan | grad norm nan", "Detected NaN in {word} gradients, skipping step",
-        "AssertionError: found NaN in local grad norm in backward pass"]),
-    (FailureClass.CODE_BUG, ["code.attribute_error"], [
-        "AttributeError: '{word}' object has no attribute 'config'", "Traceback (most recent call last):",
-        "File \"<PATH>\", line <NUM>, in {word}_init"]),
-    (FailureClass.CONFIG_ERROR, ["config.argparse_error"], [
-        "error: unrecognized arguments: --{word}-size <NUM>", "usage: pretrain_gpt.py [-h] [--num-layers NUM_LAYERS]",
-        "ValueError: tensor_model_parallel_size (<NUM>) must divide num_attention_heads"]),
-    (FailureClass.ENVIRONMENT, ["env.import_error"], [
-        "ModuleNotFoundError: No module named '{word}'", "ImportError: libcudart.so.<NUM>: cannot open shared object",
-        "RuntimeError: The NVIDIA driver on your system is too old (found version <NUM>)"]),
-    (FailureClass.DATA_ERROR, ["data.corrupt_sample"], [
-        "ValueError: could not decode {word} sample <NUM> from shard <PATH>", "UnicodeDecodeError: 'utf-8' codec",
-        "json.decoder.JSONDecodeError: Expecting value: line <NUM> column <NUM>"]),
-    (FailureClass.CANCELLED, ["launcher.scancel"], [
-        "slurmstepd: error: *** JOB <NUM> ON <HOST> CANCELLED AT <NUM> ***",
-        "srun: forcing job termination", "srun: got SIGCONT"]),
+    (
+        FailureClass.GPU_HARDWARE,
+        ["gpu.xid_79", "gpu.fell_off_bus"],
+        [
+            "NVRM: Xid (PCI:<HEX>): <NUM>, pid=<NUM>, name=python, GPU has fallen off the bus.",
+            "CUDA error: unspecified launch failure",
+            "RuntimeError: CUDA error: an illegal memory access {word}",
+        ],
+    ),
+    (
+        FailureClass.GPU_HARDWARE,
+        ["gpu.ecc_uncorrectable"],
+        [
+            "CUDA error: uncorrectable ECC error encountered",
+            "NVRM: Xid (PCI:<HEX>): <NUM>, Row Remapper: row remap",
+            "Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error",
+        ],
+    ),
+    (
+        FailureClass.NETWORK,
+        ["net.ib.retry_exceeded", "net.ib.flush_error"],
+        [
+            "NCCL WARN NET/IB : Got completion from peer <IP> with status=<NUM> opcode=<NUM> "
+            "len=<NUM> vendor err <NUM>",
+            "NCCL INFO transport/net.cc:<NUM> -> <NUM>",
+            "NCCL INFO proxy.cc:<NUM> -> <NUM> [Progress Thread]",
+        ],
+    ),
+    (
+        FailureClass.NETWORK,
+        ["net.socket.connection_refused"],
+        [
+            "NCCL WARN socketStartConnect: Connect to <IP> failed : Connection refused",
+            "NCCL WARN Call to connect returned Connection refused, retrying",
+            "ncclSystemError: System call failed",
+        ],
+    ),
+    (
+        FailureClass.COLLECTIVE_TIMEOUT,
+        ["coll.watchdog_timeout"],
+        [
+            "[Rank <NUM>] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<NUM>, OpType={op}, "
+            "NumelIn=<NUM>, NumelOut=<NUM>, Timeout(ms)=<NUM>) ran for <NUM> milliseconds before timing out.",
+            "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels",
+            "To avoid data inconsistency, we are taking the entire process down.",
+        ],
+    ),
+    (
+        FailureClass.CUDA_ERROR,
+        ["cuda.illegal_address"],
+        [
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "CUDA kernel errors might be asynchronously reported at some other API call",
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        ],
+    ),
+    (
+        FailureClass.NODE_FAILURE,
+        ["node.slurm_node_fail"],
+        [
+            "slurmstepd: error: *** STEP <NUM> ON <HOST> CANCELLED AT <NUM> DUE TO NODE FAILURE ***",
+            "srun: error: Node failure on <HOST>",
+            "srun: Job step aborted: Waiting up to <NUM> seconds",
+        ],
+    ),
+    (
+        FailureClass.GPU_OOM,
+        ["memory.cuda_oom"],
+        [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <NUM> (GPU <NUM>; <NUM> total capacity)",
+            "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            "in {word}_forward: output = torch.matmul(hidden_states, weight)",
+        ],
+    ),
+    (
+        FailureClass.HOST_OOM,
+        ["memory.oom_killer"],
+        [
+            "slurmstepd: error: Detected <NUM> oom_kill event in StepId=<NUM>. Some of the step tasks have been OOM",
+            "Out of memory: Killed process <NUM> (python) total-vm:<NUM>, anon-rss:<NUM>",
+            "torch.distributed.elastic.multiprocessing.api: failed (exitcode: -<NUM>) local_rank: <NUM>",
+        ],
+    ),
+    (
+        FailureClass.STORAGE,
+        ["storage.enospc"],
+        [
+            "OSError: [Errno <NUM>] No space left on device: <PATH>",
+            "torch.save failed while writing {word} shard <NUM> to <PATH>",
+            "RuntimeError: PytorchStreamWriter failed",
+        ],
+    ),
+    (
+        FailureClass.STORAGE,
+        ["storage.stale_handle"],
+        [
+            "OSError: [Errno <NUM>] Stale file handle: <PATH>",
+            "lustre: <HOST>: ll_ost_io: timeout on bulk READ",
+            "DataLoader worker (pid <NUM>) is killed by signal: Bus error.",
+        ],
+    ),
+    (
+        FailureClass.LOSS_DIVERGENCE,
+        ["loss.nan"],
+        [
+            "[Rank <NUM>] iteration <NUM> | loss nan | grad norm nan",
+            "Detected NaN in {word} gradients, skipping step",
+            "AssertionError: found NaN in local grad norm in backward pass",
+        ],
+    ),
+    (
+        FailureClass.CODE_BUG,
+        ["code.attribute_error"],
+        [
+            "AttributeError: '{word}' object has no attribute 'config'",
+            "Traceback (most recent call last):",
+            'File "<PATH>", line <NUM>, in {word}_init',
+        ],
+    ),
+    (
+        FailureClass.CONFIG_ERROR,
+        ["config.argparse_error"],
+        [
+            "error: unrecognized arguments: --{word}-size <NUM>",
+            "usage: pretrain_gpt.py [-h] [--num-layers NUM_LAYERS]",
+            "ValueError: tensor_model_parallel_size (<NUM>) must divide num_attention_heads",
+        ],
+    ),
+    (
+        FailureClass.ENVIRONMENT,
+        ["env.import_error"],
+        [
+            "ModuleNotFoundError: No module named '{word}'",
+            "ImportError: libcudart.so.<NUM>: cannot open shared object",
+            "RuntimeError: The NVIDIA driver on your system is too old (found version <NUM>)",
+        ],
+    ),
+    (
+        FailureClass.DATA_ERROR,
+        ["data.corrupt_sample"],
+        [
+            "ValueError: could not decode {word} sample <NUM> from shard <PATH>",
+            "UnicodeDecodeError: 'utf-8' codec",
+            "json.decoder.JSONDecodeError: Expecting value: line <NUM> column <NUM>",
+        ],
+    ),
+    (
+        FailureClass.CANCELLED,
+        ["launcher.scancel"],
+        [
+            "slurmstepd: error: *** JOB <NUM> ON <HOST> CANCELLED AT <NUM> ***",
+            "srun: forcing job termination",
+            "srun: got SIGCONT",
+        ],
+    ),
 ]
 
 
@@ -115,10 +230,17 @@ def synthetic(rng: random.Random, minute: int) -> Incident:
     chosen += [rng.choice(NOISE) for _ in range(rng.randint(0, 4))]
     chosen += [f"{rng.choice(WORDS)} {rng.choice(WORDS)} error {rng.choice(WORDS)}" for _ in range(rng.randint(0, 2))]
     rng.shuffle(chosen)
-    fp = Fingerprint(templates=[t.format(**fill) for t in chosen],
-                     rule_ids=rng.sample(rules, rng.randint(1, len(rules))), classes=[cls])
-    return Incident(fingerprint=fp, failure_class=cls, action=DEFAULT_ACTION[cls],
-                    provenance=Provenance(job=f"job-{minute}", source="evalset"))
+    fp = Fingerprint(
+        templates=[t.format(**fill) for t in chosen],
+        rule_ids=rng.sample(rules, rng.randint(1, len(rules))),
+        classes=[cls],
+    )
+    return Incident(
+        fingerprint=fp,
+        failure_class=cls,
+        action=DEFAULT_ACTION[cls],
+        provenance=Provenance(job=f"job-{minute}", source="evalset"),
+    )
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -136,8 +258,12 @@ def disk_mb(db: Path) -> dict[str, float]:
     def mb(*suffixes: str) -> float:
         paths = [db.with_name(db.name + s) for s in suffixes]
         return round(sum(p.stat().st_size for p in paths if p.exists()) / 1e6, 1)
-    return {"db_mb": mb("", "-wal"), "index_mb": mb(".faiss", ".faiss.json"),
-            "total_mb": mb("", "-wal", ".faiss", ".faiss.json")}
+
+    return {
+        "db_mb": mb("", "-wal"),
+        "index_mb": mb(".faiss", ".faiss.json"),
+        "total_mb": mb("", "-wal", ".faiss", ".faiss.json"),
+    }
 
 
 def bench_store(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
@@ -164,12 +290,18 @@ def bench_store(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     count = rebuilt.count()
     rebuilt.close()
     return {
-        "n": args.n, "count": count, "embedder": args.embedder, "batch": args.batch,
-        "add_many_per_s": round(args.n / build), "add": percentiles(adds),
-        "first_search_after_load_ms": round(first * 1000, 1), "search_after_adds_ms": round(catch_up * 1000, 1),
+        "n": args.n,
+        "count": count,
+        "embedder": args.embedder,
+        "batch": args.batch,
+        "add_many_per_s": round(args.n / build),
+        "add": percentiles(adds),
+        "first_search_after_load_ms": round(first * 1000, 1),
+        "search_after_adds_ms": round(catch_up * 1000, 1),
         "search": percentiles(searches),
         "first_search_index_on_disk_ms": round(cold_first * 1000, 1),
-        "first_search_after_rebuild_ms": round(rebuild_first * 1000, 1), "disk": disk_mb(db),
+        "first_search_after_rebuild_ms": round(rebuild_first * 1000, 1),
+        "disk": disk_mb(db),
     }
 
 
@@ -203,8 +335,10 @@ def loo_scores(vectors: np.ndarray, classes: list[str]) -> dict[str, float]:
 def compare_embedders(evalset: Path) -> dict[str, Any]:
     classes, views = evalset_fingerprints(evalset)
     reachable = sum(classes.count(c) > 1 for c in classes)
-    results = {view: {spec: loo_scores(get_embedder(spec).embed([f.text() for f in fps]), classes)
-                      for spec in EMBEDDERS} for view, fps in views.items()}
+    results = {
+        view: {spec: loo_scores(get_embedder(spec).embed([f.text() for f in fps]), classes) for spec in EMBEDDERS}
+        for view, fps in views.items()
+    }
     return {"cases": len(classes), "cases_with_a_same_class_neighbour": reachable, "results": results}
 
 

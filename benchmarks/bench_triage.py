@@ -37,8 +37,12 @@ _WORKER_FLAG = "--drain3-worker"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench_triage", description=__doc__.split("\n")[0])
-    p.add_argument("path", nargs="?", type=Path, help="a job folder (for a generated job, the folder holding"
-                   " manifest.json; its logs/ is triaged)")
+    p.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        help="a job folder (for a generated job, the folder holding manifest.json; its logs/ is triaged)",
+    )
     p.add_argument("--generate", action="store_true", help="generate a job first (into --workdir)")
     p.add_argument("--total-mb", type=float, default=1024.0)
     p.add_argument("--nodes", type=int, default=16)
@@ -49,8 +53,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--compression", default="none", choices=["none", "gzip", "zstd"])
     p.add_argument("--workdir", type=Path, help="generate here and keep it (default: a temp dir, removed after)")
     p.add_argument("--crashcart", default=None, help="the crashcart command (default: the one beside this Python)")
-    p.add_argument("--drain3-limit-mb", type=float, default=None,
-                   help="feed Drain3 only this many MB (spread over the files) and extrapolate its time")
+    p.add_argument(
+        "--drain3-limit-mb",
+        type=float,
+        default=None,
+        help="feed Drain3 only this many MB (spread over the files) and extrapolate its time",
+    )
     p.add_argument("--no-drain3", action="store_true", help="skip the Drain3 baseline")
     p.add_argument("--no-wc", action="store_true", help="skip the wc -l baseline")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
@@ -62,6 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 # ----------------------------------------------------------------------------------------------------
 # The job: files, sizes, the expected diagnosis.
+
 
 def job_files(root: Path) -> tuple[Path, list[Path]]:
     """The folder to triage and its log files (a generated job keeps them in logs/, beside its manifest)."""
@@ -114,6 +123,7 @@ def byte_limits(sizes: list[int], limit_mb: float | None) -> list[int] | None:
 # ----------------------------------------------------------------------------------------------------
 # Children, each timed and measured on its own.
 
+
 def run_child(cmd: list[str]) -> dict[str, Any]:
     """Run cmd: its wall time, its own peak RSS (wait4), exit code, stdout and the tail of stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -124,9 +134,13 @@ def run_child(cmd: list[str]) -> dict[str, Any]:
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss * 1024 / MB, "exit_code": proc.returncode,
-                "stdout": out.read().decode(errors="replace"),
-                "stderr": err.read().decode(errors="replace")[-2000:]}
+        return {
+            "wall_s": wall,
+            "peak_rss_mb": usage.ru_maxrss * 1024 / MB,
+            "exit_code": proc.returncode,
+            "stdout": out.read().decode(errors="replace"),
+            "stderr": err.read().decode(errors="replace")[-2000:],
+        }
 
 
 def crashcart_cmd(explicit: str | None) -> list[str]:
@@ -160,8 +174,12 @@ def drain3_worker(files: list[str], limits: list[int] | None) -> dict[str, Any]:
         if carry and budget != 0:
             miner.add_log_message(carry.decode("utf-8", errors="replace"))
             lines, nbytes = lines + 1, nbytes + len(carry)
-    return {"lines": lines, "bytes": nbytes, "clusters": len(miner.drain.clusters),
-            "process_s": time.perf_counter() - began}
+    return {
+        "lines": lines,
+        "bytes": nbytes,
+        "clusters": len(miner.drain.clusters),
+        "process_s": time.perf_counter() - began,
+    }
 
 
 def run_drain3(files: list[Path], limits: list[int] | None) -> dict[str, Any]:
@@ -179,6 +197,7 @@ def run_drain3(files: list[Path], limits: list[int] | None) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------
 # Results: pure functions of the measurements (tested without running anything big).
 
+
 def _diagnosis(stdout: str) -> dict[str, Any]:
     try:
         report = json.loads(stdout)
@@ -195,8 +214,13 @@ def compose_results(job: dict[str, Any], runs: dict[str, dict[str, Any]]) -> dic
         row = {"wall_s": run["wall_s"], "peak_rss_mb": run["peak_rss_mb"], "exit_code": run["exit_code"]}
         if name == "drain3" and run.get("bytes"):
             share = run["bytes"] / job["log_bytes"]
-            row.update(processed_mb=run["bytes"] / MB, lines=run["lines"], clusters=run["clusters"],
-                       measured_wall_s=run["wall_s"], extrapolated=share < 0.999)
+            row.update(
+                processed_mb=run["bytes"] / MB,
+                lines=run["lines"],
+                clusters=run["clusters"],
+                measured_wall_s=run["wall_s"],
+                extrapolated=share < 0.999,
+            )
             row["wall_s"] = run["wall_s"] + run["process_s"] * (1 / share - 1)
         if name == "crashcart":
             row.update(_verdict(job, _diagnosis(run["stdout"])))
@@ -207,7 +231,8 @@ def compose_results(job: dict[str, Any], runs: dict[str, dict[str, Any]]) -> dic
     cc, d3 = out.get("crashcart"), out.get("drain3")
     if cc and d3 and d3["wall_s"] > 0 and d3["peak_rss_mb"] > 0:
         out["ratios_crashcart_over_drain3"] = {
-            "wall_s": cc["wall_s"] / d3["wall_s"], "mb_per_s": (cc["mb_per_s"] or 0) / (d3["mb_per_s"] or 1),
+            "wall_s": cc["wall_s"] / d3["wall_s"],
+            "mb_per_s": (cc["mb_per_s"] or 0) / (d3["mb_per_s"] or 1),
             "peak_rss_mb": cc["peak_rss_mb"] / d3["peak_rss_mb"],
         }
     return out
@@ -243,29 +268,51 @@ def format_table(results: dict[str, Any]) -> str:
             if "class_ok" in row:
                 note += f" (class {'ok' if row['class_ok'] else 'WRONG'}, node {'ok' if row['node_ok'] else 'WRONG'})"
         if name == "drain3" and row.get("extrapolated"):
-            note = (f"extrapolated from {row['processed_mb']:.1f} MB ({row['measured_wall_s']:.1f} s measured;"
-                    " RSS is for that part only)")
+            note = (
+                f"extrapolated from {row['processed_mb']:.1f} MB ({row['measured_wall_s']:.1f} s measured;"
+                " RSS is for that part only)"
+            )
         if row["exit_code"] != 0:
             note += f" EXIT {row['exit_code']}"
         mbps = f"{row['mb_per_s']:.1f}" if row.get("mb_per_s") else "-"
         lines.append(f"{name:<10} {row['wall_s']:>9.2f} {mbps:>9} {row['peak_rss_mb']:>12.1f}  {note}")
     ratios = results.get("ratios_crashcart_over_drain3")
     if ratios:
-        lines.append(f"crashcart/drain3: wall {ratios['wall_s']:.3f}x, MB/s {ratios['mb_per_s']:.2f}x,"
-                     f" peak RSS {ratios['peak_rss_mb']:.2f}x")
+        lines.append(
+            f"crashcart/drain3: wall {ratios['wall_s']:.3f}x, MB/s {ratios['mb_per_s']:.2f}x,"
+            f" peak RSS {ratios['peak_rss_mb']:.2f}x"
+        )
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------------
+
 
 def _generate(args: argparse.Namespace, where: Path) -> int:
     """Generate in a child process, so this process stays small: a child's peak RSS starts at ours."""
     repo = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])))
     fault = args.nodes // 2 if args.fault_node is None else args.fault_node
-    cmd = [sys.executable, "-m", "crashcart.evals.generator", str(where), "--nodes", str(args.nodes), "--total-mb",
-           str(args.total_mb), "--scenario", args.scenario, "--fault-node", str(fault), "--seed", str(args.seed),
-           "--layout", args.layout, "--compression", args.compression]
+    cmd = [
+        sys.executable,
+        "-m",
+        "crashcart.evals.generator",
+        str(where),
+        "--nodes",
+        str(args.nodes),
+        "--total-mb",
+        str(args.total_mb),
+        "--scenario",
+        args.scenario,
+        "--fault-node",
+        str(fault),
+        "--seed",
+        str(args.seed),
+        "--layout",
+        args.layout,
+        "--compression",
+        args.compression,
+    ]
     return subprocess.run(cmd, env=env, stdout=sys.stderr).returncode
 
 
@@ -273,12 +320,19 @@ def bench(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     logs, files = job_files(root)
     manifest = load_manifest(root)
     sizes = log_sizes(root, files, manifest)
-    job: dict[str, Any] = {"path": str(logs), "files": len(files), "log_bytes": sum(sizes),
-                           "disk_bytes": sum(f.stat().st_size for f in files),
-                           "rss_floor_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB}
+    job: dict[str, Any] = {
+        "path": str(logs),
+        "files": len(files),
+        "log_bytes": sum(sizes),
+        "disk_bytes": sum(f.stat().st_size for f in files),
+        "rss_floor_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB,
+    }
     if manifest is not None:
-        job.update(expected_class=manifest.get("failure_class"), expected_node=manifest.get("faulty_node"),
-                   scenario=manifest.get("scenario"))
+        job.update(
+            expected_class=manifest.get("failure_class"),
+            expected_node=manifest.get("faulty_node"),
+            scenario=manifest.get("scenario"),
+        )
     runs = {"crashcart": run_child([*crashcart_cmd(args.crashcart), "triage", str(logs), "--format", "json"])}
     if not args.no_drain3:  # after crashcart, each in a fresh child
         runs["drain3"] = run_drain3(files, byte_limits(sizes, args.drain3_limit_mb))

@@ -43,11 +43,21 @@ class Format(str, Enum):
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines, md for chat")]
 
 
-LlmOpt = Annotated[str | None, typer.Option("--llm", help="consult a model when rules and memory are unsure: "
-                                           "openai:gpt-4.1, ollama:llama3.1, vllm:NAME (with --llm-base-url) ... "
-                                           "(default: $CRASHCART_LLM; off when unset)")]
-LlmUrlOpt = Annotated[str | None, typer.Option("--llm-base-url", help="an OpenAI-compatible server (vLLM, llama.cpp "
-                                               "server, Ollama): http://host:port/v1")]
+LlmOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="consult a model when rules and memory are unsure: "
+        "openai:gpt-4.1, ollama:llama3.1, vllm:NAME (with --llm-base-url) ... "
+        "(default: $CRASHCART_LLM; off when unset)",
+    ),
+]
+LlmUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server, Ollama): http://host:port/v1"
+    ),
+]
 
 
 @app.command()
@@ -55,8 +65,12 @@ def triage(
     paths: Annotated[list[str], typer.Argument(help="log files, folders of logs, .gz/.zst, or - for stdin")],
     fmt: FormatOpt = Format.text,
     workers: Annotated[int | None, typer.Option(help="processes for multi-file jobs (default: CPUs)")] = None,
-    memory: Annotated[Path | None, typer.Option(help="incident store to compare with (default: "
-                                                "$CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)")] = None,
+    memory: Annotated[
+        Path | None,
+        typer.Option(
+            help="incident store to compare with (default: $CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)"
+        ),
+    ] = None,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,
     llm: LlmOpt = None,
     llm_base_url: LlmUrlOpt = None,
@@ -77,8 +91,7 @@ def triage(
     settings = _llm_settings(llm, llm_base_url)
     options = LLMOptions(samples=llm_samples, token_budget=llm_budget, always=llm_always, redact_hosts=redact_hosts)
     rule_store = open_rule_store(create=settings is not None)
-    report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings,
-                        llm_options=options)
+    report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings, llm_options=options)
     if fmt is Format.json:
         sys.stdout.write(to_json(report) + "\n")
     elif fmt is Format.md:
@@ -101,8 +114,13 @@ def _llm_settings(spec: str | None, base_url: str | None):
 def eval_(
     directory: Annotated[Path, typer.Argument(help="an eval set: DIR/labels.jsonl and its cases")],
     fmt: FormatOpt = Format.text,
-    memory: Annotated[bool, typer.Option("--memory", help="also leave-one-out with incident memory, and "
-                                         "retrieval alone; report top-k neighbour recall")] = False,
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory",
+            help="also leave-one-out with incident memory, and retrieval alone; report top-k neighbour recall",
+        ),
+    ] = False,
     k: Annotated[int, typer.Option("-k", "--top", help="neighbours per case with --memory")] = 3,
     llm: LlmOpt = None,
     llm_base_url: LlmUrlOpt = None,
@@ -123,8 +141,11 @@ def eval_(
 
         compared = evaluate_memory(directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples))
         if fmt is Format.json:
-            drop = None if cases else {m: {"results"} for m in ("rules", "rules_memory_loo", "retrieval_only",
-                                                                 "rules_memory_llm")}
+            drop = (
+                None
+                if cases
+                else {m: {"results"} for m in ("rules", "rules_memory_loo", "retrieval_only", "rules_memory_llm")}
+            )
             sys.stdout.write(compared.model_dump_json(exclude=drop) + "\n")
         else:
             Console().print(render_memory(compared))
@@ -166,8 +187,10 @@ def main() -> None:
     except Exception as exc:  # a bug: still one line unless debugging
         if debug:
             raise
-        print(f"crashcart: internal error: {type(exc).__name__}: {exc} (set CRASHCART_DEBUG=1 for the traceback)",
-              file=sys.stderr)
+        print(
+            f"crashcart: internal error: {type(exc).__name__}: {exc} (set CRASHCART_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         sys.exit(70)
 
 

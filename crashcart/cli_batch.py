@@ -29,27 +29,55 @@ class BatchFormat(str, Enum):
 
 
 def batch(
-    root: Annotated[Path | None, typer.Argument(
-        metavar="ROOT", help="a tree of job folders: each holds its logs (or a logs/ folder) and optionally "
-        "job.json with gpus, elapsed_s, state")] = None,
+    root: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="ROOT",
+            help="a tree of job folders: each holds its logs (or a logs/ folder) and optionally "
+            "job.json with gpus, elapsed_s, state",
+        ),
+    ] = None,
     slurm: Annotated[bool, typer.Option("--slurm", help="ask Slurm (sacct) for failed jobs instead of a tree")] = False,
     since: Annotated[str | None, typer.Option(help="with --slurm: jobs that ended after this (sacct time)")] = None,
     until: Annotated[str | None, typer.Option(help="with --slurm: jobs that ended before this (sacct time)")] = None,
-    states: Annotated[str | None, typer.Option(help="with --slurm: comma-separated Slurm states "
-                                               "(default: the failed ones)")] = None,
+    states: Annotated[
+        str | None, typer.Option(help="with --slurm: comma-separated Slurm states (default: the failed ones)")
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="jobs triaged at once, one process each (default: CPUs)")] = None,
-    results: Annotated[Path | None, typer.Option("--results", help="result store: a rerun skips jobs whose logs are "
-                                                 "unchanged (default: $CRASHCART_BATCH_RESULTS or "
-                                                 "~/.local/share/crashcart/batch.db)")] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="result store: a rerun skips jobs whose logs are "
+            "unchanged (default: $CRASHCART_BATCH_RESULTS or "
+            "~/.local/share/crashcart/batch.db)",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="triage every job again, changed or not")] = False,
-    fmt: Annotated[BatchFormat, typer.Option("--format", "-f", help="text (tables), json (summary and every "
-                                             "result), csv (one row per job), md (Markdown)")] = BatchFormat.text,
+    fmt: Annotated[
+        BatchFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (tables), json (summary and every result), csv (one row per job), md (Markdown)",
+        ),
+    ] = BatchFormat.text,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="write the output here instead of stdout")] = None,
-    memory: Annotated[Path | None, typer.Option(help="incident store to consult (default: $CRASHCART_MEMORY or "
-                                                "~/.local/share/crashcart/incidents.db when it exists)")] = None,
+    memory: Annotated[
+        Path | None,
+        typer.Option(
+            help="incident store to consult (default: $CRASHCART_MEMORY or "
+            "~/.local/share/crashcart/incidents.db when it exists)"
+        ),
+    ] = None,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,
-    rules: Annotated[Path | None, typer.Option("--rules", help="rule store whose confirmed rules join the filter "
-                                               "(default: $CRASHCART_RULES when it exists)")] = None,
+    rules: Annotated[
+        Path | None,
+        typer.Option(
+            "--rules",
+            help="rule store whose confirmed rules join the filter (default: $CRASHCART_RULES when it exists)",
+        ),
+    ] = None,
 ) -> None:
     """Triage every failed job under ROOT (or from Slurm) in parallel; summarise by class, GPU-hours and node.
 
@@ -66,14 +94,24 @@ def batch(
     memory_path, rules_path = _store_paths(memory, no_memory, rules)
     began, started = datetime.now(UTC), time.perf_counter()
     with ResultStore(results or default_results_path()) as store, _progress_bar() as progress:
-        found = run_batch(jobs, results=store, workers=workers, memory_path=memory_path, rules_path=rules_path,
-                          progress=progress, force=force)
+        found = run_batch(
+            jobs,
+            results=store,
+            workers=workers,
+            memory_path=memory_path,
+            rules_path=rules_path,
+            progress=progress,
+            force=force,
+        )
     summary = summarise(found, since=began, wall_s=time.perf_counter() - started)
     if fmt is BatchFormat.text:
         _emit_table(to_table(summary), out)
     else:
-        text = {BatchFormat.json: lambda: to_json(summary, found) + "\n", BatchFormat.csv: lambda: to_csv(found),
-                BatchFormat.md: lambda: to_markdown(summary)}[fmt]()
+        text = {
+            BatchFormat.json: lambda: to_json(summary, found) + "\n",
+            BatchFormat.csv: lambda: to_csv(found),
+            BatchFormat.md: lambda: to_markdown(summary),
+        }[fmt]()
         _emit(text, out)
     if fmt is not BatchFormat.text or out is not None:
         print(headline(summary.totals), file=sys.stderr)
@@ -100,8 +138,9 @@ def _store_paths(memory: Path | None, no_memory: bool, rules: Path | None) -> tu
 
     for given, flag in ((memory, "--memory"), (rules, "--rules")):
         if given is not None and not given.is_file():
-            raise InputError(f"no store at {given}: fix {flag} (create one with `crashcart cases add` or "
-                             "`crashcart rules propose`)")
+            raise InputError(
+                f"no store at {given}: fix {flag} (create one with `crashcart cases add` or `crashcart rules propose`)"
+            )
     memory_path = memory or (default_memory_path() if default_memory_path().is_file() else None)
     rules_path = rules or (default_rules_path() if default_rules_path().is_file() else None)
     return None if no_memory else memory_path, rules_path
@@ -113,8 +152,15 @@ def _progress_bar() -> Iterator[Callable[[int, int], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
-    bar = Progress(TextColumn("triaging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, disable=not console.is_terminal, transient=True)
+    bar = Progress(
+        TextColumn("triaging"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
+    )
     task = bar.add_task("triage", total=None)
 
     def update(done: int, total: int) -> None:

@@ -9,11 +9,22 @@ import typer
 
 
 def bot(
-    config: Annotated[Path | None, typer.Option("--config", help="bot.yaml: log_roots, rule_confirmers, stores ... "
-                                                "(tokens default to $SLACK_BOT_TOKEN, $SLACK_APP_TOKEN, "
-                                                "$SLACK_SIGNING_SECRET)")] = None,
-    http: Annotated[bool, typer.Option("--http/--socket", help="HTTP mode (Slack posts to "
-                                       "http://HOST:PORT/slack/events) or Socket Mode (no public URL)")] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="bot.yaml: log_roots, rule_confirmers, stores ... "
+            "(tokens default to $SLACK_BOT_TOKEN, $SLACK_APP_TOKEN, "
+            "$SLACK_SIGNING_SECRET)",
+        ),
+    ] = None,
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http/--socket",
+            help="HTTP mode (Slack posts to http://HOST:PORT/slack/events) or Socket Mode (no public URL)",
+        ),
+    ] = False,
     port: Annotated[int, typer.Option(help="port for --http")] = 3000,
 ) -> None:
     """Run the Slack bot: mention it (or /crashcart) with a Slurm job id, a log path, a paste or an upload."""

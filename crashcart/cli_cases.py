@@ -17,8 +17,12 @@ cases_app = typer.Typer(
     help="Incident memory: confirmed past failures, found again by similarity.", no_args_is_help=True
 )
 
-MemoryOpt = Annotated[Path | None, typer.Option("--memory", help="incident store (default: $CRASHCART_MEMORY or "
-                                                "~/.local/share/crashcart/incidents.db)")]
+MemoryOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--memory", help="incident store (default: $CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)"
+    ),
+]
 
 
 def _store(path: Path | None, create: bool = False):
@@ -57,8 +61,16 @@ def add(
         raise InputError("give the job's log paths, or --labels DIR for a labeled set")
     if failure_class is None and not confirm:
         raise InputError("say what the failure was: --class CLASS, or --confirm to accept the diagnosis")
-    incident, proposal = add_from_paths(store, paths, failure_class=failure_class, action=action, job=job,
-                                        confirmed_by=by, resolution=resolution, rule_store=open_rule_store(create=True))
+    incident, proposal = add_from_paths(
+        store,
+        paths,
+        failure_class=failure_class,
+        action=action,
+        job=job,
+        confirmed_by=by,
+        resolution=resolution,
+        rule_store=open_rule_store(create=True),
+    )
     print(f"added {incident.id}: {incident.failure_class.value} -> {incident.action.value}")
     if proposal is not None:  # the rules missed it: the fast filter learns too, once an operator agrees
         verdict = "queued rule proposal" if proposal.status == "pending" else "no rule proposed"
@@ -77,8 +89,14 @@ def list_(
     table = Table("id", "class", "action", "job", "when", "by", box=None)
     for inc in store.list(limit=limit, offset=offset, failure_class=failure_class.value if failure_class else None):
         p = inc.provenance
-        table.add_row(inc.id, inc.failure_class.value, inc.action.value, p.job, f"{p.created_at:%Y-%m-%d %H:%M}",
-                      p.confirmed_by or p.source)
+        table.add_row(
+            inc.id,
+            inc.failure_class.value,
+            inc.action.value,
+            p.job,
+            f"{p.created_at:%Y-%m-%d %H:%M}",
+            p.confirmed_by or p.source,
+        )
     Console().print(table)
     print(f"{store.count()} incident(s) in {store.path}")
 
@@ -111,14 +129,21 @@ def search(
 
     table = Table("similarity", "id", "class", "action", "job", "resolution", box=None)
     for item in search_paths(_store(memory), paths, k):
-        table.add_row(f"{item.similarity:.2f}", item.id, item.failure_class.value, item.action.value, item.job,
-                      item.resolution or "")
+        table.add_row(
+            f"{item.similarity:.2f}",
+            item.id,
+            item.failure_class.value,
+            item.action.value,
+            item.job,
+            item.resolution or "",
+        )
     Console().print(table)
 
 
 @cases_app.command("export")
-def export(out: Annotated[Path, typer.Argument(help="JSONL file to write, or - for stdout")], memory: MemoryOpt = None
-           ) -> None:
+def export(
+    out: Annotated[Path, typer.Argument(help="JSONL file to write, or - for stdout")], memory: MemoryOpt = None
+) -> None:
     """Write every incident as JSON lines, to share a team's memory."""
     store = _store(memory)
     if str(out) == "-":

@@ -14,8 +14,10 @@ from crashcart.knowledge.taxonomy import FailureClass
 
 rules_app = typer.Typer(help="Proposed fast-filter rules: review, confirm, reject.", no_args_is_help=True)
 
-StoreOpt = Annotated[Path | None, typer.Option("--store", help="rule store (default: $CRASHCART_RULES or "
-                                               "~/.local/share/crashcart/rules.db)")]
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", help="rule store (default: $CRASHCART_RULES or ~/.local/share/crashcart/rules.db)"),
+]
 
 
 def _store(path: Path | None, create: bool = False):
@@ -89,8 +91,10 @@ def reject(
 def propose(
     paths: list[str],
     failure_class: Annotated[FailureClass, typer.Option("--class", help="the confirmed class of this failure")],
-    line: Annotated[int | None, typer.Option(help="the evidence line number to derive from (default: the "
-                                             "diagnosis' first evidence line)")] = None,
+    line: Annotated[
+        int | None,
+        typer.Option(help="the evidence line number to derive from (default: the diagnosis' first evidence line)"),
+    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """Derive a rule, without any model, from the Drain3 template of a confirmed failure's evidence line."""

@@ -39,8 +39,13 @@ def to_terminal(report: Report) -> RenderableType:
     d = report.diagnosis
     style = _CLASS_STYLE.get(d.failure_class.value, "bold red")
     head = Text.assemble(
-        (d.failure_class.value, style), "  →  ", (d.action.value, "bold"),
-        f"   confidence {d.confidence:.2f}\n", d.summary, "\n", (where(report), "dim"),
+        (d.failure_class.value, style),
+        "  →  ",
+        (d.action.value, "bold"),
+        f"   confidence {d.confidence:.2f}\n",
+        d.summary,
+        "\n",
+        (where(report), "dim"),
     )
     evidence = Table(show_header=True, header_style="bold", expand=True, box=None)
     evidence.add_column("where", no_wrap=True, style="cyan")
@@ -77,8 +82,12 @@ def _similar_table(report: Report) -> RenderableType:
         table.add_column(name, no_wrap=True)
     table.add_column("job / resolution", no_wrap=True, overflow="ellipsis", ratio=1)
     for item in d.similar:
-        table.add_row(f"{item.similarity:.2f}", item.id, f"{item.failure_class.value} → {item.action.value}",
-                      Text(item.job + (f": {item.resolution}" if item.resolution else "")))
+        table.add_row(
+            f"{item.similarity:.2f}",
+            item.id,
+            f"{item.failure_class.value} → {item.action.value}",
+            Text(item.job + (f": {item.resolution}" if item.resolution else "")),
+        )
     return Group(note, table) if d.novel else table
 
 
@@ -106,8 +115,11 @@ def to_markdown(report: Report) -> str:
         lines += ["", "_Nothing similar in incident memory: a new failure._"]
     if d.similar:
         lines += ["", "**Similar past incidents**", ""]
-        lines += [f"- `{s.id}` ({s.similarity:.2f}): `{s.failure_class.value}` → `{s.action.value}`, job {s.job}"
-                  + (f"; resolved: {s.resolution[:200]}" if s.resolution else "") for s in d.similar]
+        lines += [
+            f"- `{s.id}` ({s.similarity:.2f}): `{s.failure_class.value}` → `{s.action.value}`, job {s.job}"
+            + (f"; resolved: {s.resolution[:200]}" if s.resolution else "")
+            for s in d.similar
+        ]
     st = report.stats
     lines += ["", f"_{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s_"]
     return "\n".join(lines) + "\n"

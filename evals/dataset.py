@@ -61,16 +61,14 @@ def load_evalset(root: Path) -> list[LabeledCase]:
         where = f"{labels}:{lineno}"
         if case.id in seen:
             raise EvalSetError(
-                f"{where}: duplicate case id {case.id!r} (first on line {seen[case.id]}): "
-                "give each case its own id"
+                f"{where}: duplicate case id {case.id!r} (first on line {seen[case.id]}): give each case its own id"
             )
         seen[case.id] = lineno
         if Path(case.path).is_absolute():
             raise EvalSetError(f"{where}: path {case.path!r} is absolute: make it relative to {root}")
         if not case.resolve(root).exists():
             raise EvalSetError(
-                f"{where}: case {case.id!r} path {case.path!r} does not exist under {root}: fix the path "
-                "or add the log"
+                f"{where}: case {case.id!r} path {case.path!r} does not exist under {root}: fix the path or add the log"
             )
         cases.append(case)
     if not cases:

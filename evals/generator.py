@@ -64,15 +64,17 @@ class JobSpec(Strict):
     @model_validator(mode="after")
     def _check(self) -> JobSpec:
         if self.fault_node >= self.nodes:
-            raise ValueError(f"fault_node {self.fault_node} is not a node of a {self.nodes}-node job: use 0.."
-                             f"{self.nodes - 1}")
+            raise ValueError(
+                f"fault_node {self.fault_node} is not a node of a {self.nodes}-node job: use 0..{self.nodes - 1}"
+            )
         if isinstance(self.scenario, str) and self.scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {self.scenario!r}: use one of {', '.join(SCENARIOS)}")
         try:
             names = {self.hostname.format(i) for i in range(self.nodes)}
         except (IndexError, KeyError, ValueError) as exc:
-            raise ValueError(f"hostname pattern {self.hostname!r} does not format an index ({exc}): e.g."
-                             " 'node{:02d}'") from exc
+            raise ValueError(
+                f"hostname pattern {self.hostname!r} does not format an index ({exc}): e.g. 'node{{:02d}}'"
+            ) from exc
         if len(names) != self.nodes:
             raise ValueError(f"hostname pattern {self.hostname!r} gives duplicate names: put {{}} in it")
         return self
@@ -121,13 +123,23 @@ def plan_job(spec: JobSpec, n_iters: int = BLOCK) -> JobPlan:
         start = datetime(year, 1, 1, tzinfo=UTC).timestamp() + rng.randrange(0, 200 * 86400)
     healthy = scenario.failure_class is None
     return JobPlan(
-        hosts=[spec.hostname.format(i) for i in range(spec.nodes)], gpus_per_node=spec.gpus_per_node,
-        layout=spec.layout, torchrun_prefix=spec.torchrun_prefix, kernel_log=spec.kernel_log, seed=spec.seed,
-        jobid=4000000 + rng.randrange(900000), start=start, train_start=start + 180.0,
-        iter_s=round(rng.uniform(3.2, 5.6), 3), n_iters=n_iters,
+        hosts=[spec.hostname.format(i) for i in range(spec.nodes)],
+        gpus_per_node=spec.gpus_per_node,
+        layout=spec.layout,
+        torchrun_prefix=spec.torchrun_prefix,
+        kernel_log=spec.kernel_log,
+        seed=spec.seed,
+        jobid=4000000 + rng.randrange(900000),
+        start=start,
+        train_start=start + 180.0,
+        iter_s=round(rng.uniform(3.2, 5.6), 3),
+        n_iters=n_iters,
         train_iters=n_iters if healthy else max(n_iters + 1, math.ceil(n_iters / spec.fail_at_fraction)),
-        save_interval=1000, eval_interval=1000, fault_node=None if scenario.scope == "job" else spec.fault_node,
-        fault_local=rng.randrange(spec.gpus_per_node), scenario=scenario,
+        save_interval=1000,
+        eval_interval=1000,
+        fault_node=None if scenario.scope == "job" else spec.fault_node,
+        fault_local=rng.randrange(spec.gpus_per_node),
+        scenario=scenario,
     )
 
 
@@ -138,8 +150,15 @@ def file_plans(plan: JobPlan) -> list[FilePlan]:
     dmesg = [] if plan.kernel_log else list(nodes)
     files = []
     if plan.layout == "per_node":
-        files = [FilePlan(name=f"{h}.log", ranks=list(range(n * gpn, (n + 1) * gpn)), agents=[n],
-                          dmesg=[n] if not plan.kernel_log else []) for n, h in enumerate(plan.hosts)]
+        files = [
+            FilePlan(
+                name=f"{h}.log",
+                ranks=list(range(n * gpn, (n + 1) * gpn)),
+                agents=[n],
+                dmesg=[n] if not plan.kernel_log else [],
+            )
+            for n, h in enumerate(plan.hosts)
+        ]
         files.append(FilePlan(name=slurm, sched=True))
     elif plan.layout == "per_rank":
         files = [FilePlan(name=f"rank_{r}.out", ranks=[r]) for r in range(plan.world)]
@@ -169,8 +188,9 @@ def _open(path: Path, compression: str) -> BinaryIO:
     return open(path, "wb", buffering=1 << 20)
 
 
-def _write_part(plan: JobPlan, fp: FilePlan, path: Path, a: int, b: int, ends: tuple[bool, bool],
-                compression: str) -> int:
+def _write_part(
+    plan: JobPlan, fp: FilePlan, path: Path, a: int, b: int, ends: tuple[bool, bool], compression: str
+) -> int:
     """Write iterations a+1..b of fp (with its head and/or tail) to path; returns the text's size."""
     size = 0
     with _open(path, compression) as out:
@@ -271,19 +291,31 @@ def _join_parts(path: Path, parts: list[Path]) -> None:
             part.unlink()
 
 
-def _manifest(plan: JobPlan, spec: JobSpec, files: list[FilePlan], tasks: list[tuple], sizes: list[int],
-              out_dir: Path) -> GeneratedJob:
+def _manifest(
+    plan: JobPlan, spec: JobSpec, files: list[FilePlan], tasks: list[tuple], sizes: list[int], out_dir: Path
+) -> GeneratedJob:
     written = []
     for fp in files:
         path = out_dir / LOGS / (fp.name + _SUFFIX[spec.compression])
         mine = [i for i, t in enumerate(tasks) if t[1] is fp]
         _join_parts(path, [tasks[i][2] for i in mine])
         kind = "kernel" if fp.kernels else ("train" if fp.ranks else "scheduler")
-        node = plan.hosts[fp.kernels[0]] if fp.kernels else (
-            plan.hosts[fp.ranks[0] // plan.gpus_per_node] if plan.layout == "per_node" and fp.ranks else None)
+        node = (
+            plan.hosts[fp.kernels[0]]
+            if fp.kernels
+            else (plan.hosts[fp.ranks[0] // plan.gpus_per_node] if plan.layout == "per_node" and fp.ranks else None)
+        )
         rank = fp.ranks[0] if plan.layout == "per_rank" and fp.ranks else None
-        written.append(GeneratedFile(name=f"{LOGS}/{path.name}", kind=kind, node=node, rank=rank,
-                                     bytes=path.stat().st_size, uncompressed_bytes=sum(sizes[i] for i in mine)))
+        written.append(
+            GeneratedFile(
+                name=f"{LOGS}/{path.name}",
+                kind=kind,
+                node=node,
+                rank=rank,
+                bytes=path.stat().st_size,
+                uncompressed_bytes=sum(sizes[i] for i in mine),
+            )
+        )
     s = plan.scenario
     faulty = plan.fault_node if s.failure_class is not None and s.scope == "node" else None
     tail = _ends(plan)[1]
@@ -291,13 +323,17 @@ def _manifest(plan: JobPlan, spec: JobSpec, files: list[FilePlan], tasks: list[t
     for needle in s.evidence:  # the first full line (as printed, prefixes aside) holding each proof
         evidence += [ln for e in tail for ln in e.lines if needle in ln][:1]
     job = GeneratedJob(
-        spec=spec, scenario=s.name, failure_class=s.failure_class,
+        spec=spec,
+        scenario=s.name,
+        failure_class=s.failure_class,
         faulty_node=plan.hosts[faulty] if faulty is not None else None,
         faulty_rank=faulty * plan.gpus_per_node + plan.fault_local if faulty is not None else None,
-        evidence=evidence, iterations=plan.n_iters,
+        evidence=evidence,
+        iterations=plan.n_iters,
         train_iters=plan.train_iters,
         fault_time=datetime.fromtimestamp(min(e.t for e in tail), UTC) if s.failure_class else None,
-        files=written, total_bytes=sum(f.bytes for f in written),
+        files=written,
+        total_bytes=sum(f.bytes for f in written),
         uncompressed_bytes=sum(f.uncompressed_bytes for f in written),
     )
     (out_dir / MANIFEST).write_text(job.model_dump_json(indent=2) + "\n")
@@ -333,18 +369,28 @@ def main(argv: list[str] | None = None) -> int:
         scenario = scenario_from_case(args.case, args.case_class or FailureClass.UNKNOWN)
     try:
         spec = JobSpec(
-            nodes=args.nodes, gpus_per_node=args.gpus_per_node, total_mb=args.total_mb, scenario=scenario,
-            fault_node=args.fault_node, fail_at_fraction=args.fail_at, seed=args.seed, layout=args.layout,
-            torchrun_prefix=not args.no_torchrun_prefix, kernel_log=not args.no_kernel_log,
-            compression=args.compression, hostname=args.hostname,
+            nodes=args.nodes,
+            gpus_per_node=args.gpus_per_node,
+            total_mb=args.total_mb,
+            scenario=scenario,
+            fault_node=args.fault_node,
+            fail_at_fraction=args.fail_at,
+            seed=args.seed,
+            layout=args.layout,
+            torchrun_prefix=not args.no_torchrun_prefix,
+            kernel_log=not args.no_kernel_log,
+            compression=args.compression,
+            hostname=args.hostname,
         )
         job = generate_job(args.out, spec, workers=args.workers)
     except (ValueError, FileExistsError) as exc:  # a bad spec or a non-empty folder: one line that names it
         print(f"generate: error: {exc}", file=sys.stderr)
         return 2
     mb = job.uncompressed_bytes / 1e6
-    print(f"wrote {len(job.files)} files, {mb:.1f} MB of log text ({job.total_bytes / 1e6:.1f} MB on disk) to"
-          f" {args.out} in {job.seconds:.1f}s ({mb / max(job.seconds, 1e-9):.0f} MB/s)")
+    print(
+        f"wrote {len(job.files)} files, {mb:.1f} MB of log text ({job.total_bytes / 1e6:.1f} MB on disk) to"
+        f" {args.out} in {job.seconds:.1f}s ({mb / max(job.seconds, 1e-9):.0f} MB/s)"
+    )
     cls = job.failure_class.value if job.failure_class else "none (healthy)"
     print(f"expected: {cls} on {job.faulty_node or '-'}; manifest: {Path(args.out) / MANIFEST}")
     print(f"triage it with: crashcart triage {Path(args.out) / LOGS}")

@@ -23,8 +23,14 @@ def add_from_evalset(
     incidents = []
     for case in load_evalset(root):
         report = triage_fn([str(case.resolve(root))])
-        incidents.append(incident_from_report(
-            report, failure_class=case.failure_class, action=case.action, job=case.id, source="evalset",
-            resolution=case.why,
-        ))
+        incidents.append(
+            incident_from_report(
+                report,
+                failure_class=case.failure_class,
+                action=case.action,
+                job=case.id,
+                source="evalset",
+                resolution=case.why,
+            )
+        )
     return store.add_many(incidents)

@@ -47,16 +47,41 @@ class Event(NamedTuple):
 def _args_dump(plan: JobPlan) -> list[str]:
     tp, pp = min(8, plan.gpus_per_node), 4 if len(plan.hosts) % 4 == 0 else 1
     args = {
-        "adam_beta1": 0.9, "adam_beta2": 0.95, "attention_dropout": 0.0, "bf16": True, "clip_grad": 1.0,
-        "data_parallel_size": max(1, plan.world // (tp * pp)), "distributed_backend": "nccl",
-        "distributed_timeout_minutes": 10, "eval_interval": plan.eval_interval, "eval_iters": 10,
-        "ffn_hidden_size": 49152, "global_batch_size": 1024, "hidden_size": 12288, "log_interval": 1,
-        "lr": 0.0003, "lr_decay_style": "cosine", "lr_warmup_iters": 2000, "micro_batch_size": 1,
-        "min_lr": 3e-05, "num_attention_heads": 96, "num_layers": 96, "pipeline_model_parallel_size": pp,
-        "save": CKPT_DIR, "save_interval": plan.save_interval, "seed": 1234, "seq_length": 4096,
-        "sequence_parallel": True, "tensor_model_parallel_size": tp, "timing_log_level": 1,
-        "tokenizer_type": "GPT2BPETokenizer", "train_iters": plan.train_iters, "use_distributed_optimizer": True,
-        "use_flash_attn": True, "weight_decay": 0.1, "world_size": plan.world,
+        "adam_beta1": 0.9,
+        "adam_beta2": 0.95,
+        "attention_dropout": 0.0,
+        "bf16": True,
+        "clip_grad": 1.0,
+        "data_parallel_size": max(1, plan.world // (tp * pp)),
+        "distributed_backend": "nccl",
+        "distributed_timeout_minutes": 10,
+        "eval_interval": plan.eval_interval,
+        "eval_iters": 10,
+        "ffn_hidden_size": 49152,
+        "global_batch_size": 1024,
+        "hidden_size": 12288,
+        "log_interval": 1,
+        "lr": 0.0003,
+        "lr_decay_style": "cosine",
+        "lr_warmup_iters": 2000,
+        "micro_batch_size": 1,
+        "min_lr": 3e-05,
+        "num_attention_heads": 96,
+        "num_layers": 96,
+        "pipeline_model_parallel_size": pp,
+        "save": CKPT_DIR,
+        "save_interval": plan.save_interval,
+        "seed": 1234,
+        "seq_length": 4096,
+        "sequence_parallel": True,
+        "tensor_model_parallel_size": tp,
+        "timing_log_level": 1,
+        "tokenizer_type": "GPT2BPETokenizer",
+        "train_iters": plan.train_iters,
+        "use_distributed_optimizer": True,
+        "use_flash_attn": True,
+        "weight_decay": 0.1,
+        "world_size": plan.world,
     }
     lines = ["------------------------ arguments ------------------------"]
     lines += [f"  {k} {'.' * (48 - len(k))} {v}" for k, v in sorted(args.items())]
@@ -119,28 +144,74 @@ def head_events(plan: JobPlan) -> list[Event]:
     """Launch: the batch script, torchrun's banner, NCCL init on every rank, Megatron's setup on rank 0."""
     t0, gpn = plan.start, plan.gpus_per_node
     rng = random.Random(f"{plan.seed}:head")
-    ev = [Event(t0, "sched", 0, [f"SLURM_JOB_ID={plan.jobid} SLURM_NNODES={len(plan.hosts)} MASTER_ADDR="
-                                 f"{plan.hosts[0]} MASTER_PORT=29500", f"Starting training at {date(t0)}"])]
+    ev = [
+        Event(
+            t0,
+            "sched",
+            0,
+            [
+                f"SLURM_JOB_ID={plan.jobid} SLURM_NNODES={len(plan.hosts)} MASTER_ADDR="
+                f"{plan.hosts[0]} MASTER_PORT=29500",
+                f"Starting training at {date(t0)}",
+            ],
+        )
+    ]
     for n in range(len(plan.hosts)):
         t = t0 + 1 + n * 0.013
         run = f"W{glog(t)} {agent_pid(plan, n)} torch/distributed/run.py:793] "
-        ev.append(Event(t, "agent", n, [run, run + "*" * 41, run + "Setting OMP_NUM_THREADS environment variable"
-                                        " for each process to be 1 in default, to avoid your system being"
-                                        " overloaded, please further tune the variable for optimal performance in"
-                                        " your application as needed. ", run + "*" * 41]))
-        ev.append(Event(t0 - 2, "kernel", n, [syslog_prefix(plan, n, t0 - 2, "slurmd[1834]") + "launch task"
-                                              f" StepId={plan.jobid}.0 request from UID:1000 GID:1000 HOST:"
-                                              f"{ip(0)} PORT:{51000 + n}"]))
+        ev.append(
+            Event(
+                t,
+                "agent",
+                n,
+                [
+                    run,
+                    run + "*" * 41,
+                    run + "Setting OMP_NUM_THREADS environment variable"
+                    " for each process to be 1 in default, to avoid your system being"
+                    " overloaded, please further tune the variable for optimal performance in"
+                    " your application as needed. ",
+                    run + "*" * 41,
+                ],
+            )
+        )
+        ev.append(
+            Event(
+                t0 - 2,
+                "kernel",
+                n,
+                [
+                    syslog_prefix(plan, n, t0 - 2, "slurmd[1834]") + "launch task"
+                    f" StepId={plan.jobid}.0 request from UID:1000 GID:1000 HOST:"
+                    f"{ip(0)} PORT:{51000 + n}"
+                ],
+            )
+        )
         for local in range(gpn):
             r = n * gpn + local
             if rng.random() < 0.15:
-                ev.append(Event(t0 + 6, "rank", r, [f"[W socket.cpp:697] [c10d] The client socket has failed to"
-                                                    f" connect to [{plan.hosts[0]}]:29500 (errno: 99 - Cannot"
-                                                    " assign requested address)."]))
+                ev.append(
+                    Event(
+                        t0 + 6,
+                        "rank",
+                        r,
+                        [
+                            f"[W socket.cpp:697] [c10d] The client socket has failed to"
+                            f" connect to [{plan.hosts[0]}]:29500 (errno: 99 - Cannot"
+                            " assign requested address)."
+                        ],
+                    )
+                )
             ev.append(Event(t0 + 40 + r * 0.002, "rank", r, _nccl_init(plan, r)))
             if is_logger(plan, r):
-                ev.append(Event(t0 + 170, "rank", r, [f"[before the start of training step] datetime: "
-                                                      f"{date(plan.train_start)} "]))
+                ev.append(
+                    Event(
+                        t0 + 170,
+                        "rank",
+                        r,
+                        [f"[before the start of training step] datetime: {date(plan.train_start)} "],
+                    )
+                )
     ev.append(Event(t0 + 20, "rank", 0, _rank0_setup(plan, t0)))
     return ev
 
@@ -148,23 +219,36 @@ def head_events(plan: JobPlan) -> list[Event]:
 def _agent_failed(plan: JobPlan, n: int, t: float, local: int, code: int) -> list[str]:
     gpn, apid = plan.gpus_per_node, agent_pid(plan, n)
     r = n * gpn + local
-    lines = [f"W{glog(t)} {apid} torch/distributed/elastic/multiprocessing/api.py:897] Sending process"
-             f" {pid(plan, n * gpn + i)} closing signal SIGTERM" for i in range(gpn) if i != local]
+    lines = [
+        f"W{glog(t)} {apid} torch/distributed/elastic/multiprocessing/api.py:897] Sending process"
+        f" {pid(plan, n * gpn + i)} closing signal SIGTERM"
+        for i in range(gpn)
+        if i != local
+    ]
     lines += [
         f"E{glog(t + 1.2)} {apid} torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: {code})"
         f" local_rank: {local} (pid: {pid(plan, r)}) of binary: /usr/bin/python3",
         *_launcher_trace(["    raise ChildFailedError("]),
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-        "=" * 60, "pretrain_gpt.py FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
-        "Root Cause (first observed failure):", "[0]:",
+        "=" * 60,
+        "pretrain_gpt.py FAILED",
+        "-" * 60,
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "-" * 60,
+        "Root Cause (first observed failure):",
+        "[0]:",
         "  time      : " + date(t + 1.2).replace(" ", "_"),
         f"  host      : {plan.hosts[n]}",
         f"  rank      : {r} (local_rank: {local})",
         f"  exitcode  : {code} (pid: {pid(plan, r)})",
         "  error_file: <N/A>",
-        "  traceback : " + (f"Signal {-code} ({_SIGNALS.get(-code, 'SIG?')}) received by PID {pid(plan, r)}"
-                            if code < 0 else "To enable traceback see: https://pytorch.org/docs/stable/elastic/"
-                            "errors.html"),
+        "  traceback : "
+        + (
+            f"Signal {-code} ({_SIGNALS.get(-code, 'SIG?')}) received by PID {pid(plan, r)}"
+            if code < 0
+            else "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+        ),
         "=" * 60,
     ]
     return lines
@@ -190,11 +274,18 @@ def _agent_killed(plan: JobPlan, n: int, t: float) -> list[str]:
     return [
         f"W{glog(t)} {apid} torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death"
         " signal, shutting down workers",
-        *[f"W{glog(t)} {apid} torch/distributed/elastic/multiprocessing/api.py:897] Sending process"
-          f" {pid(plan, n * gpn + i)} closing signal SIGTERM" for i in range(gpn)],
-        *_launcher_trace(["    result = agent.run()", f'  File "{_ELASTIC}/elastic/multiprocessing/api.py", line'
-                          " 84, in _terminate_process_handler",
-                          '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)']),
+        *[
+            f"W{glog(t)} {apid} torch/distributed/elastic/multiprocessing/api.py:897] Sending process"
+            f" {pid(plan, n * gpn + i)} closing signal SIGTERM"
+            for i in range(gpn)
+        ],
+        *_launcher_trace(
+            [
+                "    result = agent.run()",
+                f'  File "{_ELASTIC}/elastic/multiprocessing/api.py", line 84, in _terminate_process_handler',
+                '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)',
+            ]
+        ),
         f"torch.distributed.elastic.multiprocessing.api.SignalException: Process {apid} got signal: 15",
     ]
 
@@ -204,14 +295,33 @@ def _healthy_end(plan: JobPlan, t: float) -> list[Event]:
     ev = []
     for n in range(len(plan.hosts)):
         r = n * plan.gpus_per_node + plan.gpus_per_node - 1
-        ev.append(Event(t + n * 0.01, "rank", r, [f"[after training is done] datetime: {date(t)} ",
-                                                  *checkpoint_lines(k, 14021.5), *validation_lines(k, 2.04)]))
+        ev.append(
+            Event(
+                t + n * 0.01,
+                "rank",
+                r,
+                [
+                    f"[after training is done] datetime: {date(t)} ",
+                    *checkpoint_lines(k, 14021.5),
+                    *validation_lines(k, 2.04),
+                ],
+            )
+        )
         a = f"I{glog(t + 60)} {agent_pid(plan, n)} torch/distributed/elastic/agent/server/api.py:"
-        ev.append(Event(t + 60, "agent", n, [a + "879] [default] worker group successfully finished. Waiting 300"
-                                             " seconds for other agents to finish.",
-                                             a + "932] Local worker group finished (WorkerState.SUCCEEDED)."
-                                             " Waiting 300 seconds for other agents to finish",
-                                             a + "946] Done waiting for other agents. Elapsed: 0.41 seconds"]))
+        ev.append(
+            Event(
+                t + 60,
+                "agent",
+                n,
+                [
+                    a + "879] [default] worker group successfully finished. Waiting 300"
+                    " seconds for other agents to finish.",
+                    a + "932] Local worker group finished (WorkerState.SUCCEEDED)."
+                    " Waiting 300 seconds for other agents to finish",
+                    a + "946] Done waiting for other agents. Elapsed: 0.41 seconds",
+                ],
+            )
+        )
     return ev
 
 
@@ -307,8 +417,9 @@ def events_text(plan: JobPlan, fp: FilePlan, events: list[Event]) -> str:
             pre = "" if e.raw else rank_prefix(plan, e.who)
         elif e.kind == "agent" and e.who in fp.agents:
             pre = agent_prefix(plan, e.who)
-        elif (e.kind == "sched" and fp.sched) or (e.kind == "kernel" and (
-                e.who in fp.kernels or (e.who in fp.dmesg and e.t > plan.train_start))):
+        elif (e.kind == "sched" and fp.sched) or (
+            e.kind == "kernel" and (e.who in fp.kernels or (e.who in fp.dmesg and e.t > plan.train_start))
+        ):
             pre = ""
         else:
             continue

@@ -25,9 +25,16 @@ CKPT_DIR = "/lustre/ckpt/gpt-175b"
 PCI = ["1b:00", "43:00", "52:00", "61:00", "9d:00", "c3:00", "d1:00", "df:00"]
 NIC = ["0c:00", "2a:00", "41:00", "58:00", "86:00", "a5:00", "bd:00", "e1:00"]
 TIMERS = [
-    ("forward-backward", 0.955), ("forward-compute", 0.31), ("backward-compute", 0.62), ("batch-generator", 0.0009),
-    ("layernorm-grads-all-reduce", 0.00002), ("embedding-grads-all-reduce", 0.00003), ("all-grads-sync", 0.011),
-    ("optimizer-copy-to-main-grad", 0.0013), ("optimizer-inner-step", 0.0052), ("optimizer", 0.0081),
+    ("forward-backward", 0.955),
+    ("forward-compute", 0.31),
+    ("backward-compute", 0.62),
+    ("batch-generator", 0.0009),
+    ("layernorm-grads-all-reduce", 0.00002),
+    ("embedding-grads-all-reduce", 0.00003),
+    ("all-grads-sync", 0.011),
+    ("optimizer-copy-to-main-grad", 0.0013),
+    ("optimizer-inner-step", 0.0052),
+    ("optimizer", 0.0081),
 ]
 
 
@@ -74,6 +81,7 @@ class FilePlan(Frozen):
 
 # ----------------------------------------------------------------------------------------------------
 # Stream identity: prefixes, pids, addresses, time stamps.
+
 
 def label(ntasks: int, task: int) -> str:
     """srun --label's prefix: the task id padded to the width of the largest one."""
@@ -143,15 +151,36 @@ def ctx(plan: JobPlan, t: float, rank: int | None = None, node: int | None = Non
     timeout_ms = int(plan.scenario.symptom_delay_s * 1000) if plan.scenario.symptom_delay_s >= 60 else 600000
     p = pid(plan, rank)
     return {
-        "rank": rank, "local_rank": local, "node": plan.hosts[node], "iteration": k, "ts": glog(t),
-        "date": date(t), "iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)), "pid": p, "tid": p + 164,
-        "agent_pid": agent_pid(plan, node), "world_size": plan.world, "jobid": plan.jobid,
-        "fault_node": plan.hosts[fault], "first_node": plan.hosts[0], "peer_ip": ip(peer), "ip": ip(node),
-        "port": 40000 + (rank * 97) % 20000, "pci": PCI[local % 8], "busid": PCI[local % 8][:2] + "000",
-        "nic": NIC[local % 8], "hca": local,
-        "seq": seq, "seq_prev": seq - 1, "numel": 101187584, "timeout_ms": timeout_ms,
-        "elapsed_ms": timeout_ms + 7 + (rank * 37) % 90, "consumed": k * GLOBAL_BATCH,
-        "train_iters": plan.train_iters, "ckpt_dir": CKPT_DIR, "task": node,
+        "rank": rank,
+        "local_rank": local,
+        "node": plan.hosts[node],
+        "iteration": k,
+        "ts": glog(t),
+        "date": date(t),
+        "iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)),
+        "pid": p,
+        "tid": p + 164,
+        "agent_pid": agent_pid(plan, node),
+        "world_size": plan.world,
+        "jobid": plan.jobid,
+        "fault_node": plan.hosts[fault],
+        "first_node": plan.hosts[0],
+        "peer_ip": ip(peer),
+        "ip": ip(node),
+        "port": 40000 + (rank * 97) % 20000,
+        "pci": PCI[local % 8],
+        "busid": PCI[local % 8][:2] + "000",
+        "nic": NIC[local % 8],
+        "hca": local,
+        "seq": seq,
+        "seq_prev": seq - 1,
+        "numel": 101187584,
+        "timeout_ms": timeout_ms,
+        "elapsed_ms": timeout_ms + 7 + (rank * 37) % 90,
+        "consumed": k * GLOBAL_BATCH,
+        "train_iters": plan.train_iters,
+        "ckpt_dir": CKPT_DIR,
+        "task": node,
     }
 
 
@@ -214,8 +243,21 @@ def iter_values(plan: JobPlan, a: int, b: int) -> list[tuple[object, ...]]:
         lr = 3e-4 * k / warm if k < warm else 3e-5 + 1.35e-4 * (1 + math.cos(math.pi * (k - warm) / (total - warm)))
         loss = 1.9 + 8.9 * (1 + k / 40.0) ** -0.45 + noise[k % 1019]
         m = ms[k % 1009]
-        out.append((date(plan.iter_time(k)), k, plan.train_iters, k * GLOBAL_BATCH, m[0], m[1], f"{lr:.6E}",
-                    GLOBAL_BATCH, f"{loss:.6E}", grad[k % 1013]) + timers[k % 2003])
+        out.append(
+            (
+                date(plan.iter_time(k)),
+                k,
+                plan.train_iters,
+                k * GLOBAL_BATCH,
+                m[0],
+                m[1],
+                f"{lr:.6E}",
+                GLOBAL_BATCH,
+                f"{loss:.6E}",
+                grad[k % 1013],
+            )
+            + timers[k % 2003]
+        )
     return out
 
 
@@ -223,29 +265,42 @@ def iter_values(plan: JobPlan, a: int, b: int) -> list[tuple[object, ...]]:
 # Rare lines: benign warnings and NCCL chatter per rank, checkpoints and validation per logger, syslog.
 
 _WARNINGS = [
-    ["/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:1399: FutureWarning: "
-     "`torch.cpu.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cpu', args...)` instead.",
-     "  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), recompute_context:"],
-    ["/workspace/megatron-lm/megatron/core/tensor_parallel/layers.py:609: UserWarning: async_grad_allreduce is"
-     " deprecated, not in use anymore and will be fully removed with 0.10.0. Please use overlap_grad_reduce"
-     " instead.", "  warnings.warn("],
-    ["[rank{rank}]:[W{ts} ProcessGroupNCCL.cpp:4561] Warning: TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect"
-     " for point-to-point collectives. (function operator())"],
-    ["{node}:{pid}:{tid} [{local_rank}] NCCL INFO comm 0x55d{pid}0 rank {rank} nranks {world_size} cudaDev"
-     " {local_rank} nvmlDev {local_rank} busId {busid} commId 0x7e1c{seq}a - Init COMPLETE",
-     "{node}:{pid}:{tid} [{local_rank}] NCCL INFO Using non-device net plugin version 0"],
-    ["[Rank {rank}] (after {iteration} iterations) memory (MB) | allocated: 21784.53 | max allocated: 58112.07 |"
-     " reserved: 63488.00 | max reserved: 63488.00"],
-    ["/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/attention.py:4974: UserWarning:"
-     " window_size should be (-1, -1) or (>=0, 0) for attn_mask_type=causal", "  warnings.warn("],
+    [
+        "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:1399: FutureWarning: "
+        "`torch.cpu.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cpu', args...)` instead.",
+        "  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), recompute_context:",
+    ],
+    [
+        "/workspace/megatron-lm/megatron/core/tensor_parallel/layers.py:609: UserWarning: async_grad_allreduce is"
+        " deprecated, not in use anymore and will be fully removed with 0.10.0. Please use overlap_grad_reduce"
+        " instead.",
+        "  warnings.warn(",
+    ],
+    [
+        "[rank{rank}]:[W{ts} ProcessGroupNCCL.cpp:4561] Warning: TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect"
+        " for point-to-point collectives. (function operator())"
+    ],
+    [
+        "{node}:{pid}:{tid} [{local_rank}] NCCL INFO comm 0x55d{pid}0 rank {rank} nranks {world_size} cudaDev"
+        " {local_rank} nvmlDev {local_rank} busId {busid} commId 0x7e1c{seq}a - Init COMPLETE",
+        "{node}:{pid}:{tid} [{local_rank}] NCCL INFO Using non-device net plugin version 0",
+    ],
+    [
+        "[Rank {rank}] (after {iteration} iterations) memory (MB) | allocated: 21784.53 | max allocated: 58112.07 |"
+        " reserved: 63488.00 | max reserved: 63488.00"
+    ],
+    [
+        "/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/attention.py:4974: UserWarning:"
+        " window_size should be (-1, -1) or (>=0, 0) for attn_mask_type=causal",
+        "  warnings.warn(",
+    ],
 ]
 _SYSLOG_NOISE = [
     ("systemd[1]", "Started Session {seq} of User root."),
-    ("kernel", "mlx5_core 0000:{nic}.0: mlx5_pcie_event:301:(pid {pid}): PCIe slot advertised sufficient"
-     " power (27W)."),
+    ("kernel", "mlx5_core 0000:{nic}.0: mlx5_pcie_event:301:(pid {pid}): PCIe slot advertised sufficient power (27W)."),
     ("CRON[{pid}]", "(root) CMD (/usr/local/sbin/gpu-health-check --quiet > /dev/null 2>&1)"),
     ("kernel", "IPv6: ADDRCONF(NETDEV_CHANGE): ib{hca}: link becomes ready"),
-    ("dcgm-exporter[{pid}]", "level=info msg=\"Collecting metrics\" collector=dcgm"),
+    ("dcgm-exporter[{pid}]", 'level=info msg="Collecting metrics" collector=dcgm'),
 ]
 RANK_EVENT_RATE = 1 / 450  # benign rank events per iteration
 SYSLOG_EVENT_RATE = 1 / 420
@@ -289,8 +344,10 @@ def checkpoint_lines(k: int, save_ms: float) -> list[str]:
 
 
 def validation_lines(k: int, loss: float) -> list[str]:
-    text = f" validation loss at iteration {k} on validation set | lm loss value: {loss:.6E} |" \
-           f" lm loss PPL: {math.exp(loss):.6E} | "
+    text = (
+        f" validation loss at iteration {k} on validation set | lm loss value: {loss:.6E} |"
+        f" lm loss PPL: {math.exp(loss):.6E} | "
+    )
     return ["-" * (len(text) + 1), text, "-" * (len(text) + 1)]
 
 

@@ -80,13 +80,24 @@ def _retrieval_only(neighbours: list[SimilarIncident], threshold: float) -> Diag
     decided = vote(neighbours, threshold)
     cls = decided[0] if decided else FailureClass.UNKNOWN
     action = decided[1] if decided else DEFAULT_ACTION[cls]
-    return Diagnosis(failure_class=cls, action=action, confidence=decided[2] if decided else 0.0,
-                     summary="retrieval only", decided_by="memory" if decided else "none", similar=neighbours)
+    return Diagnosis(
+        failure_class=cls,
+        action=action,
+        confidence=decided[2] if decided else 0.0,
+        summary="retrieval only",
+        decided_by="memory" if decided else "none",
+        similar=neighbours,
+    )
 
 
 def evaluate_memory(
-    root: Path, triage_fn: TriageFn | None = None, k: int = 3, threshold: float = NOVELTY_THRESHOLD,
-    llm: LLMSettings | None = None, chat_model: BaseChatModel | None = None, llm_options: LLMOptions | None = None,
+    root: Path,
+    triage_fn: TriageFn | None = None,
+    k: int = 3,
+    threshold: float = NOVELTY_THRESHOLD,
+    llm: LLMSettings | None = None,
+    chat_model: BaseChatModel | None = None,
+    llm_options: LLMOptions | None = None,
 ) -> MemoryEvalReport:
     """Leave-one-out over the set at root, in the three modes (four with a model)."""
     from crashcart.agent.cases import incident_from_report  # lazy: loads the pipeline
@@ -128,17 +139,34 @@ def evaluate_memory(
     if llm is not None or chat_model is not None:
         with_llm, totals = _llm_mode(Path(root), runs, incidents, k, threshold, llm, chat_model, llm_options)
     return MemoryEvalReport(
-        rules_memory_llm=with_llm, llm_usage=totals,
-        cases=len(cases), k=k, threshold=threshold, rules_accuracy=r.accuracy, memory_accuracy=m.accuracy,
-        retrieval_accuracy=o.accuracy, top1_recall=top1 / n, topk_recall=topk / n, novel_cases=novel,
-        memory_decided=decided, calibrated_threshold=calibrate_threshold(nearest), rules=r,
-        rules_memory_loo=m, retrieval_only=o,
+        rules_memory_llm=with_llm,
+        llm_usage=totals,
+        cases=len(cases),
+        k=k,
+        threshold=threshold,
+        rules_accuracy=r.accuracy,
+        memory_accuracy=m.accuracy,
+        retrieval_accuracy=o.accuracy,
+        top1_recall=top1 / n,
+        topk_recall=topk / n,
+        novel_cases=novel,
+        memory_decided=decided,
+        calibrated_threshold=calibrate_threshold(nearest),
+        rules=r,
+        rules_memory_loo=m,
+        retrieval_only=o,
     )
 
 
 def _llm_mode(
-    root: Path, runs: list, incidents: list[Incident], k: int, threshold: float, llm: LLMSettings | None,
-    chat_model: BaseChatModel | None, options: LLMOptions | None,
+    root: Path,
+    runs: list,
+    incidents: list[Incident],
+    k: int,
+    threshold: float,
+    llm: LLMSettings | None,
+    chat_model: BaseChatModel | None,
+    options: LLMOptions | None,
 ) -> tuple[EvalReport, LLMTotals]:
     """Each case triaged again with the others in memory and the model consulted where they are unsure."""
     from crashcart.api import triage
@@ -149,8 +177,15 @@ def _llm_mode(
         loo = MemoryIncidentStore()
         loo.add_many([i for i in incidents if i.id != own.id])
         start = time.perf_counter()
-        report = triage([str(case.resolve(root))], memory=loo, k=k, novelty=threshold, llm=llm,
-                        chat_model=chat_model, llm_options=options)
+        report = triage(
+            [str(case.resolve(root))],
+            memory=loo,
+            k=k,
+            novelty=threshold,
+            llm=llm,
+            chat_model=chat_model,
+            llm_options=options,
+        )
         results.append(case_result(case, report.diagnosis, time.perf_counter() - start))
         if report.llm is not None:
             u = report.llm

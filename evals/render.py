@@ -75,9 +75,7 @@ def render_text(report: EvalReport) -> RenderableType:
     index = {c: i for i, c in enumerate(cols, start=1)}
     for row in rows:
         counts = report.confusion.get(row, {})
-        cells = [
-            Text(str(counts[c]), style="green" if c == row else "red") if counts.get(c) else "·" for c in cols
-        ]
+        cells = [Text(str(counts[c]), style="green" if c == row else "red") if counts.get(c) else "·" for c in cols]
         confusion.add_row(f"{index[row]} {row}", *cells)
 
     parts: list[RenderableType] = [summary, per_class, confusion]
@@ -133,25 +131,38 @@ def render_markdown(report: EvalReport) -> str:
 
 def render_memory(report: MemoryEvalReport) -> RenderableType:
     """Rules alone vs rules + memory (leave-one-out) vs retrieval alone, with neighbour recall."""
-    table = Table(title=f"incident memory on {report.cases} cases (k={report.k}, novelty threshold "
-                        f"{report.threshold:.2f})")
+    table = Table(
+        title=f"incident memory on {report.cases} cases (k={report.k}, novelty threshold {report.threshold:.2f})"
+    )
     table.add_column("mode")
     for col in ("accuracy", "macro-F1", "action acc.", "evidence hit"):
         table.add_column(col, justify="right")
-    modes = [("rules", report.rules), ("rules + memory (LOO)", report.rules_memory_loo),
-             ("retrieval only", report.retrieval_only)]
+    modes = [
+        ("rules", report.rules),
+        ("rules + memory (LOO)", report.rules_memory_loo),
+        ("retrieval only", report.retrieval_only),
+    ]
     if report.rules_memory_llm is not None:
         modes.append(("rules + memory + LLM", report.rules_memory_llm))
     for name, r in modes:
-        table.add_row(name, f"{r.accuracy:.3f}", f"{r.macro_f1:.3f}", f"{r.action_accuracy:.3f}",
-                      "-" if r.evidence_hit_rate is None else f"{r.evidence_hit_rate:.3f}")
-    footer = (f"correct class is the top neighbour in {report.top1_recall:.1%} of cases, among the top "
-              f"{report.k} in {report.topk_recall:.1%}; memory decided {report.memory_decided}, "
-              f"{report.novel_cases} reported as new; calibrated novelty threshold {report.calibrated_threshold:.2f}")
+        table.add_row(
+            name,
+            f"{r.accuracy:.3f}",
+            f"{r.macro_f1:.3f}",
+            f"{r.action_accuracy:.3f}",
+            "-" if r.evidence_hit_rate is None else f"{r.evidence_hit_rate:.3f}",
+        )
+    footer = (
+        f"correct class is the top neighbour in {report.top1_recall:.1%} of cases, among the top "
+        f"{report.k} in {report.topk_recall:.1%}; memory decided {report.memory_decided}, "
+        f"{report.novel_cases} reported as new; calibrated novelty threshold {report.calibrated_threshold:.2f}"
+    )
     u = report.llm_usage
     if u is not None:
         cost = "unknown cost" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-        footer += (f"\nLLM {u.model}: consulted on {u.consulted} cases, {u.calls} calls, {u.input_tokens:,} in / "
-                   f"{u.output_tokens:,} out tokens, {u.seconds:.1f}s, {cost}, {u.fallbacks} fallbacks, "
-                   f"{u.proposals} rule proposals")
+        footer += (
+            f"\nLLM {u.model}: consulted on {u.consulted} cases, {u.calls} calls, {u.input_tokens:,} in / "
+            f"{u.output_tokens:,} out tokens, {u.seconds:.1f}s, {cost}, {u.fallbacks} fallbacks, "
+            f"{u.proposals} rule proposals"
+        )
     return Group(table, footer)

@@ -70,7 +70,5 @@ def run_case(case: LabeledCase, root: Path, triage_fn: TriageFn) -> CaseResult:
     try:
         report = triage_fn([str(case.resolve(root))])
     except CrashcartError as exc:
-        return CaseResult(
-            **_expected(case), seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}"
-        )
+        return CaseResult(**_expected(case), seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
     return case_result(case, report.diagnosis, time.perf_counter() - start)

@@ -23,13 +23,36 @@ from crashcart.knowledge.taxonomy import FailureClass
 
 # Every placeholder a template may use, with a sample value (templates are checked against it at load).
 PLACEHOLDERS: dict[str, object] = {
-    "rank": 59, "local_rank": 3, "node": "node07", "iteration": 1201, "ts": "1128 07:35:07.606841",
-    "date": "2025-11-28 07:35:07", "iso": "2025-11-28T07:35:07", "pid": 41235, "tid": 41399,
-    "agent_pid": 41102, "world_size": 128, "jobid": 4411923, "fault_node": "node07", "first_node": "node00",
-    "peer_ip": "10.64.0.9", "ip": "10.64.0.8", "port": 44206, "pci": "61:00", "busid": "61000", "nic": "0c:00",
+    "rank": 59,
+    "local_rank": 3,
+    "node": "node07",
+    "iteration": 1201,
+    "ts": "1128 07:35:07.606841",
+    "date": "2025-11-28 07:35:07",
+    "iso": "2025-11-28T07:35:07",
+    "pid": 41235,
+    "tid": 41399,
+    "agent_pid": 41102,
+    "world_size": 128,
+    "jobid": 4411923,
+    "fault_node": "node07",
+    "first_node": "node00",
+    "peer_ip": "10.64.0.9",
+    "ip": "10.64.0.8",
+    "port": 44206,
+    "pci": "61:00",
+    "busid": "61000",
+    "nic": "0c:00",
     "hca": 3,
-    "seq": 14413, "seq_prev": 14412, "numel": 101187584, "timeout_ms": 600000, "elapsed_ms": 600042,
-    "consumed": 1229824, "train_iters": 500000, "ckpt_dir": "/lustre/ckpt/gpt-175b", "task": 7,
+    "seq": 14413,
+    "seq_prev": 14412,
+    "numel": 101187584,
+    "timeout_ms": 600000,
+    "elapsed_ms": 600042,
+    "consumed": 1229824,
+    "train_iters": 500000,
+    "ckpt_dir": "/lustre/ckpt/gpt-175b",
+    "task": 7,
 }
 
 SCENARIO_FILE = Path(__file__).parent / "scenarios.yaml"
@@ -70,8 +93,10 @@ class Scenario(Strict):
             try:
                 line.format_map(PLACEHOLDERS)
             except (KeyError, IndexError, ValueError) as exc:
-                raise ValueError(f"template {line!r} uses an unknown placeholder or bad braces ({exc});"
-                                 f" known: {', '.join(PLACEHOLDERS)}; write literal braces as {{{{ }}}}") from exc
+                raise ValueError(
+                    f"template {line!r} uses an unknown placeholder or bad braces ({exc});"
+                    f" known: {', '.join(PLACEHOLDERS)}; write literal braces as {{{{ }}}}"
+                ) from exc
         return lines
 
 
@@ -90,8 +115,12 @@ class ScenarioFile(Strict):
         known: dict[str, object] = {}  # the model checks the types once expanded
         for name, value in (data.get("fragments") or {}).items():
             known[name] = _expand_lines(value, known) if isinstance(value, list) else _inline(value, known)
-        scenarios = [{k: _expand_lines(v, known) if k in _LINE_FIELDS and isinstance(v, list) else v
-                      for k, v in s.items()} if isinstance(s, dict) else s for s in data.get("scenarios") or []]
+        scenarios = [
+            {k: _expand_lines(v, known) if k in _LINE_FIELDS and isinstance(v, list) else v for k, v in s.items()}
+            if isinstance(s, dict)
+            else s
+            for s in data.get("scenarios") or []
+        ]
         return {**data, "fragments": known, "scenarios": scenarios}
 
     @model_validator(mode="after")
@@ -122,8 +151,10 @@ def _inline(text: object, known: dict[str, object]) -> object:
         if isinstance(value, list):
             raise ValueError(f"${{{match[1]}}} is a list of lines: use it as a line of its own, not inside {text!r}")
         if not isinstance(value, str):
-            raise ValueError(f"unknown fragment ${{{match[1]}}} in {text!r}; define it under `fragments`, above its"
-                             f" first use (defined so far: {', '.join(known) or 'none'})")
+            raise ValueError(
+                f"unknown fragment ${{{match[1]}}} in {text!r}; define it under `fragments`, above its"
+                f" first use (defined so far: {', '.join(known) or 'none'})"
+            )
         return value
 
     return _FRAGMENT.sub(fragment, text) if isinstance(text, str) else text
@@ -148,6 +179,11 @@ def scenario_from_case(
     lines = [ln.replace("{", "{{").replace("}", "}}") for ln in text.splitlines()]
     cls = FailureClass(failure_class) if failure_class is not None else None
     return Scenario(
-        name=f"case:{Path(path).stem}", failure_class=cls, description=f"real log text from {Path(path).name}",
-        root_lines=lines, symptom_lines=TIMEOUT_SYMPTOMS, verbatim=True, evidence=evidence or [],
+        name=f"case:{Path(path).stem}",
+        failure_class=cls,
+        description=f"real log text from {Path(path).name}",
+        root_lines=lines,
+        symptom_lines=TIMEOUT_SYMPTOMS,
+        verbatim=True,
+        evidence=evidence or [],
     )

@@ -87,7 +87,7 @@ class HashingEmbedder:
             return cached
         words = tokens(line)
         lo, hi = self.ngrams
-        grams = [" ".join(words[i:i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
+        grams = [" ".join(words[i : i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
         hashes = np.fromiter((stable_hash(g) for g in grams), dtype=np.uint64, count=len(grams))
         if len(self._cache) >= self.CACHE_LINES:
             self._cache.clear()
@@ -98,7 +98,7 @@ class HashingEmbedder:
         """One unit row per text: sum over its distinct features of sign * (1 + log tf), hashed into `dim`."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.CHUNK):
-            out[start:start + self.CHUNK] = self._embed_chunk(texts[start:start + self.CHUNK])
+            out[start : start + self.CHUNK] = self._embed_chunk(texts[start : start + self.CHUNK])
         return normalise(out)
 
     def _embed_chunk(self, texts: Sequence[str]) -> np.ndarray:
@@ -178,7 +178,7 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         # An empty string is an API error on some servers; it has no features anyway, so it gets a zero row.
         keep = [i for i, t in enumerate(texts) if t.strip()]
-        chunks = [self._request([texts[i] for i in keep[s:s + self.BATCH]]) for s in range(0, len(keep), self.BATCH)]
+        chunks = [self._request([texts[i] for i in keep[s : s + self.BATCH]]) for s in range(0, len(keep), self.BATCH)]
         width = chunks[0].shape[1] if chunks else self.dim
         self._dim = width
         out = np.zeros((len(texts), width), dtype=np.float32)

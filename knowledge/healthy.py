@@ -49,18 +49,24 @@ def load_sources(folder: Path) -> HealthySources:
     """folder/sources.yaml, checked against the folder: every .log file listed, every listed file there."""
     manifest = folder / SOURCES
     if not manifest.is_file():
-        raise KnowledgeError(f"no healthy log samples in {folder} (no {SOURCES}): reinstall crashcart with its "
-                             f"package data (knowledge/healthy/*.log and {SOURCES})")
+        raise KnowledgeError(
+            f"no healthy log samples in {folder} (no {SOURCES}): reinstall crashcart with its "
+            f"package data (knowledge/healthy/*.log and {SOURCES})"
+        )
     sources = load_versioned(manifest, HealthySources, "healthy-corpus manifest", SCHEMA_VERSION)
     listed = {s.file for s in sources.samples}
     missing = sorted(name for name in listed if not (folder / name).is_file())
     if missing:
-        raise KnowledgeError(f"{manifest} lists {', '.join(missing)}, not in {folder}: reinstall crashcart with "
-                             "its package data, or remove the entry")
+        raise KnowledgeError(
+            f"{manifest} lists {', '.join(missing)}, not in {folder}: reinstall crashcart with "
+            "its package data, or remove the entry"
+        )
     unlisted = sorted(p.name for p in folder.glob("*.log") if p.name not in listed)
     if unlisted:
-        raise KnowledgeError(f"{', '.join(unlisted)} in {folder} not in {manifest}: add an entry saying which "
-                             "program prints its lines and where they come from")
+        raise KnowledgeError(
+            f"{', '.join(unlisted)} in {folder} not in {manifest}: add an entry saying which "
+            "program prints its lines and where they come from"
+        )
     return sources
 
 

@@ -124,8 +124,16 @@ class IndexFiles:
     def save(self, vi: VectorIndex, store_uid: str, embedder: str) -> None:
         """Write the index, then its sidecar, each atomically; a crash between leaves a mismatch that is rebuilt."""
         data = faiss.serialize_index(vi.index).tobytes()
-        meta = IndexMeta(store_uid=store_uid, embedder=embedder, dim=vi.index.d, generation=vi.generation,
-                         max_rowid=vi.max_rowid, ntotal=vi.index.ntotal, size=len(data), blake2b=_digest(data))
+        meta = IndexMeta(
+            store_uid=store_uid,
+            embedder=embedder,
+            dim=vi.index.d,
+            generation=vi.generation,
+            max_rowid=vi.max_rowid,
+            ntotal=vi.index.ntotal,
+            size=len(data),
+            blake2b=_digest(data),
+        )
         _atomic_write(self.index, data)
         _atomic_write(self.sidecar, json.dumps(meta.model_dump(), indent=1).encode())
 
@@ -152,8 +160,9 @@ def catch_up(db: sqlite3.Connection, base: VectorIndex | None, dim: int) -> tupl
 
 
 def _append_rows(db: sqlite3.Connection, index: VectorIndex, dim: int) -> None:
-    rows = db.execute("SELECT rowid, vector FROM incidents WHERE rowid > ? ORDER BY rowid",
-                      (index.max_rowid,)).fetchall()
+    rows = db.execute(
+        "SELECT rowid, vector FROM incidents WHERE rowid > ? ORDER BY rowid", (index.max_rowid,)
+    ).fetchall()
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
     vectors = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), dim)
     index.append(rowids, vectors)

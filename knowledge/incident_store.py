@@ -95,10 +95,13 @@ class MemoryIncidentStore:
         return self._items.pop(id, None) is not None
 
     def list(self, limit: int = 50, offset: int = 0, failure_class: str | None = None) -> list[Incident]:
-        items = [(seq, inc) for seq, inc, _ in self._items.values()
-                 if failure_class is None or inc.failure_class == failure_class]
+        items = [
+            (seq, inc)
+            for seq, inc, _ in self._items.values()
+            if failure_class is None or inc.failure_class == failure_class
+        ]
         items.sort(key=lambda s: (sort_time(s[1].provenance.created_at), s[0]), reverse=True)
-        return [inc for _, inc in items[offset:offset + limit]]
+        return [inc for _, inc in items[offset : offset + limit]]
 
     def count(self) -> int:
         return len(self._items)
@@ -137,8 +140,9 @@ _SCHEMA = [
 ]
 _INSERT = "INSERT INTO incidents (id, created_at, failure_class, body, vector) VALUES (?, ?, ?, ?, ?)"
 _BUMP = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-_MARK_REBUILD = ("UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'generation') "
-                 "WHERE key = 'rebuild_generation'")
+_MARK_REBUILD = (
+    "UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'generation') WHERE key = 'rebuild_generation'"
+)
 
 
 class SqliteIncidentStore(SqliteStore):
@@ -161,17 +165,25 @@ class SqliteIncidentStore(SqliteStore):
         self._index: VectorIndex | None = None
         with self._closing_on_error():
             offered = embedder or HashingEmbedder()
-            meta = self._init_schema(SCHEMA_VERSION, _SCHEMA, [
-                ("store_uid", secrets.token_hex(8)), ("generation", "0"), ("rebuild_generation", "0"),
-                ("embedder", offered.name), ("dim", str(offered.dim)),
-            ])
+            meta = self._init_schema(
+                SCHEMA_VERSION,
+                _SCHEMA,
+                [
+                    ("store_uid", secrets.token_hex(8)),
+                    ("generation", "0"),
+                    ("rebuild_generation", "0"),
+                    ("embedder", offered.name),
+                    ("dim", str(offered.dim)),
+                ],
+            )
             self._uid = meta["store_uid"]
             self.embedder = self._resolve_embedder(meta, embedder, offered, reembed)
 
     # -- opening -------------------------------------------------------------------------------------------
 
-    def _resolve_embedder(self, meta: dict[str, str], given: Embedder | None, offered: Embedder,
-                          reembed: bool) -> Embedder:
+    def _resolve_embedder(
+        self, meta: dict[str, str], given: Embedder | None, offered: Embedder, reembed: bool
+    ) -> Embedder:
         stored, dim = meta["embedder"], int(meta["dim"])
         if (offered.name, offered.dim) == (stored, dim):
             return offered
@@ -179,17 +191,22 @@ class SqliteIncidentStore(SqliteStore):
             try:
                 found = get_embedder(stored)
             except (ValueError, RuntimeError) as exc:
-                raise KnowledgeError(f"{self.path} was built with embedder {stored!r}, which cannot be loaded "
-                                     f"here ({exc}); install what it needs or open it with reembed=True") from exc
+                raise KnowledgeError(
+                    f"{self.path} was built with embedder {stored!r}, which cannot be loaded "
+                    f"here ({exc}); install what it needs or open it with reembed=True"
+                ) from exc
             if found.dim != dim:
-                raise KnowledgeError(f"{self.path}: embedder {stored!r} now gives dim {found.dim}, the store holds "
-                                     f"dim {dim}; open it with reembed=True to re-embed its incidents")
+                raise KnowledgeError(
+                    f"{self.path}: embedder {stored!r} now gives dim {found.dim}, the store holds "
+                    f"dim {dim}; open it with reembed=True to re-embed its incidents"
+                )
             return found
         if not reembed and self.count():
             raise KnowledgeError(
                 f"{self.path} holds vectors of embedder {stored!r} (dim {dim}), not {given.name!r} "
                 f"(dim {given.dim}): open it without an embedder to keep {stored!r}, or with reembed=True "
-                f"to re-embed its {self.count()} incidents with {given.name!r}")
+                f"to re-embed its {self.count()} incidents with {given.name!r}"
+            )
         self._reembed(given)
         return given
 
@@ -199,10 +216,13 @@ class SqliteIncidentStore(SqliteStore):
             rows = db.execute("SELECT rowid, body FROM incidents").fetchall()
             texts = [Incident.model_validate_json(body).fingerprint.text() for _, body in rows]
             vectors = embedder.embed(texts) if rows else np.zeros((0, embedder.dim), np.float32)
-            db.executemany("UPDATE incidents SET vector = ? WHERE rowid = ?",
-                           [(_blob(v), rowid) for (rowid, _), v in zip(rows, vectors, strict=True)])
-            db.executemany("UPDATE meta SET value = ? WHERE key = ?",
-                           [(embedder.name, "embedder"), (str(embedder.dim), "dim")])
+            db.executemany(
+                "UPDATE incidents SET vector = ? WHERE rowid = ?",
+                [(_blob(v), rowid) for (rowid, _), v in zip(rows, vectors, strict=True)],
+            )
+            db.executemany(
+                "UPDATE meta SET value = ? WHERE key = ?", [(embedder.name, "embedder"), (str(embedder.dim), "dim")]
+            )
             db.execute(_BUMP)
             db.execute(_MARK_REBUILD)
 
@@ -210,8 +230,10 @@ class SqliteIncidentStore(SqliteStore):
         """Refuse to mix vectors: another process may have re-embedded the store since this one opened it."""
         meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
         if (meta["embedder"], int(meta["dim"])) != (self.embedder.name, self.embedder.dim):
-            raise KnowledgeError(f"{self.path} was re-embedded with {meta['embedder']!r} after this process opened "
-                                 f"it with {self.embedder.name!r}; reopen the store")
+            raise KnowledgeError(
+                f"{self.path} was re-embedded with {meta['embedder']!r} after this process opened "
+                f"it with {self.embedder.name!r}; reopen the store"
+            )
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         return read_transaction(self._conn, self._lock)
@@ -225,8 +247,11 @@ class SqliteIncidentStore(SqliteStore):
         return self._insert(list(incidents), renew_on_clash=False)
 
     def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> list[Incident]:
-        vectors = (self.embedder.embed([i.fingerprint.text() for i in incidents]) if incidents
-                   else np.zeros((0, self.embedder.dim), np.float32))
+        vectors = (
+            self.embedder.embed([i.fingerprint.text() for i in incidents])
+            if incidents
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
         stored: list[Incident] = []
         with self._write() as db:
             self._check_embedder(db)
@@ -240,15 +265,21 @@ class SqliteIncidentStore(SqliteStore):
         if not incident.id:
             incident = incident.model_copy(update={"id": new_id()})
         while True:
-            row = (incident.id, sort_time(incident.provenance.created_at), incident.failure_class.value,
-                   incident.model_dump_json(), blob)
+            row = (
+                incident.id,
+                sort_time(incident.provenance.created_at),
+                incident.failure_class.value,
+                incident.model_dump_json(),
+                blob,
+            )
             try:
                 db.execute(_INSERT, row)
                 return incident
             except sqlite3.IntegrityError as exc:  # the id is taken: the only constraint a full row can break
                 if not renew:
-                    raise ValueError(f"incident {incident.id} is already in {self.path}: "
-                                     "remove it first or add it without id") from exc
+                    raise ValueError(
+                        f"incident {incident.id} is already in {self.path}: remove it first or add it without id"
+                    ) from exc
                 incident = incident.model_copy(update={"id": new_id()})
 
     def get(self, id: str) -> Incident | None:
@@ -265,8 +296,11 @@ class SqliteIncidentStore(SqliteStore):
         return removed
 
     def list(self, limit: int = 50, offset: int = 0, failure_class: str | None = None) -> list[Incident]:
-        where, args = ("WHERE failure_class = ?", [getattr(failure_class, "value", failure_class)]) \
-            if failure_class is not None else ("", [])
+        where, args = (
+            ("WHERE failure_class = ?", [getattr(failure_class, "value", failure_class)])
+            if failure_class is not None
+            else ("", [])
+        )
         sql = f"SELECT body FROM incidents {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?"
         with self._lock:
             rows = self._conn.execute(sql, [*args, limit, offset]).fetchall()
@@ -283,8 +317,11 @@ class SqliteIncidentStore(SqliteStore):
         hits = self._fresh_index().search(query, k)
         marks = ",".join("?" * len(hits))
         with self._lock:
-            bodies = dict(self._conn.execute(f"SELECT rowid, body FROM incidents WHERE rowid IN ({marks})",
-                                             [r for r, _ in hits]).fetchall())
+            bodies = dict(
+                self._conn.execute(
+                    f"SELECT rowid, body FROM incidents WHERE rowid IN ({marks})", [r for r, _ in hits]
+                ).fetchall()
+            )
         # A row removed by another process since the index was brought up to date is skipped.
         return [(Incident.model_validate_json(bodies[r]), score) for r, score in hits if r in bodies]
 
@@ -298,7 +335,6 @@ class SqliteIncidentStore(SqliteStore):
 
     def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
         return len(self._insert(read_jsonl(fh, source), renew_on_clash=True))
-
 
     # -- the index -----------------------------------------------------------------------------------------
 

@@ -79,13 +79,20 @@ def to_rule(p: RuleProposal, by: str, at: datetime) -> Rule:
     model = p.model or p.origin
     try:
         rule = Rule(
-            id=f"user.{p.id or 'prop-0000000000'}", pattern=p.pattern, failure_class=p.failure_class,
-            action=p.action, role=p.role, priority=p.priority, explanation=p.explanation, examples=p.examples,
+            id=f"user.{p.id or 'prop-0000000000'}",
+            pattern=p.pattern,
+            failure_class=p.failure_class,
+            action=p.action,
+            role=p.role,
+            priority=p.priority,
+            explanation=p.explanation,
+            examples=p.examples,
             source=f"confirmed:{by}@{at:%Y-%m-%d}:{p.job}:{model}",
         )
     except ValidationError as exc:
-        raise KnowledgeError(f"proposed pattern {p.pattern!r} cannot become a rule: {describe(exc)}; "
-                             "fix the pattern or its examples") from exc
+        raise KnowledgeError(
+            f"proposed pattern {p.pattern!r} cannot become a rule: {describe(exc)}; fix the pattern or its examples"
+        ) from exc
     hyperscan_database(p.pattern)
     return rule
 
@@ -96,8 +103,10 @@ def _decided(p: RuleProposal, status: ProposalStatus, by: str, reason: str | Non
         raise KnowledgeError(f"say who decides on {p.id}: pass a non-empty `by` (the operator's name)")
     if p.status != "pending":
         when = f"{p.decided_at:%Y-%m-%d}" if p.decided_at else "earlier"
-        raise KnowledgeError(f"rule proposal {p.id} is already {p.status} (by {p.decided_by}, {when}); only pending "
-                             f"proposals can be confirmed or rejected: {PENDING_HINT}")
+        raise KnowledgeError(
+            f"rule proposal {p.id} is already {p.status} (by {p.decided_by}, {when}); only pending "
+            f"proposals can be confirmed or rejected: {PENDING_HINT}"
+        )
     if status == "rejected" and not (reason or "").strip():
         raise KnowledgeError(f"say why {p.id} is rejected: pass a non-empty reason")
     return p.model_copy(update={"status": status, "decided_by": by.strip(), "decided_at": _now(), "reason": reason})
@@ -109,8 +118,7 @@ def _unknown(id: str, where: str) -> KnowledgeError:
 
 def _fresh(p: RuleProposal, id: str) -> RuleProposal:
     """What `propose` stores: a new pending record (a decision carried in by the caller is dropped)."""
-    fresh = p.model_copy(update={"id": id, "status": "pending", "decided_by": None, "decided_at": None,
-                                 "reason": None})
+    fresh = p.model_copy(update={"id": id, "status": "pending", "decided_by": None, "decided_at": None, "reason": None})
     to_rule(fresh, "check", fresh.created_at)  # refuse now what could never be confirmed
     return fresh
 
@@ -226,14 +234,17 @@ class SqliteRuleStore(SqliteStore):
     def propose(self, proposal: RuleProposal) -> RuleProposal:
         with self._write() as db:
             while True:
-                row = db.execute(f"SELECT body FROM proposals WHERE pattern = ? AND status IN {_LIVE}",
-                                 (proposal.pattern,)).fetchone()
+                row = db.execute(
+                    f"SELECT body FROM proposals WHERE pattern = ? AND status IN {_LIVE}", (proposal.pattern,)
+                ).fetchone()
                 if row:
                     return RuleProposal.model_validate_json(row[0])
                 stored = _fresh(proposal, new_proposal_id())
                 try:
-                    db.execute("INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
-                               (stored.id, stored.pattern, stored.status, stored.model_dump_json()))
+                    db.execute(
+                        "INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
+                        (stored.id, stored.pattern, stored.status, stored.model_dump_json()),
+                    )
                     return stored
                 except sqlite3.IntegrityError:  # the id is taken: draw another (the pattern is checked again)
                     continue
@@ -262,7 +273,6 @@ class SqliteRuleStore(SqliteStore):
 
     def confirmed_rules(self) -> builtins.list[Rule]:
         return [to_rule(p, p.decided_by or "?", p.decided_at or p.created_at) for p in self.list("confirmed")]
-
 
     def _get(self, db: sqlite3.Connection, id: str) -> RuleProposal:
         row = db.execute("SELECT body FROM proposals WHERE id = ?", (id,)).fetchone()

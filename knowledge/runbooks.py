@@ -86,4 +86,3 @@ def mitigation_steps(failure_class: FailureClass, nodes: list[str]) -> list[str]
     """The runbook steps for `failure_class`, with the faulty nodes (deduplicated, in order) filled in."""
     unique = list(dict.fromkeys(n for n in nodes if n))
     return load_runbooks()[failure_class].render(unique)
-

@@ -84,7 +84,10 @@ class SqliteStore:
     _lock: threading.RLock
 
     def _open(
-        self, path: str | Path, what: str, fix: str = "give another store path",
+        self,
+        path: str | Path,
+        what: str,
+        fix: str = "give another store path",
         error: type[CrashcartError] = KnowledgeError,
     ) -> None:
         self.path = Path(path)
@@ -103,13 +106,16 @@ class SqliteStore:
                 db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
                 found = int(dict(db.execute("SELECT key, value FROM meta")).get("schema_version", "0"))
                 if found > version:
-                    raise self._error(f"{self.path}: {self._what} whose schema v{found} was written by a newer "
-                                      f"crashcart (this one reads up to v{version}); upgrade crashcart to open it, "
-                                      f"or {self._fix}")
+                    raise self._error(
+                        f"{self.path}: {self._what} whose schema v{found} was written by a newer "
+                        f"crashcart (this one reads up to v{version}); upgrade crashcart to open it, "
+                        f"or {self._fix}"
+                    )
                 for stmt in tables:
                     db.execute(stmt)
-                db.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
-                               [("schema_version", str(version)), *meta])
+                db.executemany(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", [("schema_version", str(version)), *meta]
+                )
                 return dict(db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
             raise self._error(f"{self.path}: not usable as {self._what} ({exc}); {self._fix}") from exc

@@ -53,9 +53,7 @@ DEFAULT_ACTION: dict[FailureClass, Action] = {
     FailureClass.UNKNOWN: Action.ESCALATE_INFRA,
 }
 
-HARDWARE_CLASSES = frozenset(
-    {FailureClass.GPU_HARDWARE, FailureClass.NETWORK, FailureClass.NODE_FAILURE}
-)
+HARDWARE_CLASSES = frozenset({FailureClass.GPU_HARDWARE, FailureClass.NETWORK, FailureClass.NODE_FAILURE})
 
 
 DESCRIPTIONS: dict[FailureClass, str] = {

@@ -89,4 +89,3 @@ def load_xids() -> dict[int, XidInfo]:
 def xid_info(code: int) -> XidInfo | None:
     """The record for one Xid, or None for a code the table does not know."""
     return load_xids().get(code)
-

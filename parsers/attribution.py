@@ -51,6 +51,8 @@ def rank_of_groups(groups: tuple[bytes, ...]) -> int | None:
         if value:
             return int(value)
     return None
+
+
 _match = RANK_PREFIX.match  # bound once: saves an attribute lookup per line
 
 
@@ -87,17 +89,89 @@ _IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 _PDSH_HOST = re.compile(r"[A-Za-z][A-Za-z0-9-]*\d(?:\.[A-Za-z0-9-]+)*")
 _NOT_HOST_STEMS = frozenset(
     [
-        "fp", "bf", "int", "uint", "float", "bfloat", "double", "half", "top", "acc", "beta", "alpha",
-        "epoch", "ep", "step", "steps", "iter", "iteration", "it", "loss", "layer", "layers", "block", "cuda",
-        "sm", "rank", "local", "device", "dev", "cpu", "py", "python", "version", "lr", "sample", "batch",
-        "seed", "test", "val", "train", "eval", "stage", "phase", "part", "shard", "chunk", "fold", "trial",
-        "run", "exp", "job", "task", "tasks", "proc", "process", "thread", "line", "col", "row", "item",
-        "index", "idx", "id", "num", "torch", "nccl", "cudnn", "cublas",
+        "fp",
+        "bf",
+        "int",
+        "uint",
+        "float",
+        "bfloat",
+        "double",
+        "half",
+        "top",
+        "acc",
+        "beta",
+        "alpha",
+        "epoch",
+        "ep",
+        "step",
+        "steps",
+        "iter",
+        "iteration",
+        "it",
+        "loss",
+        "layer",
+        "layers",
+        "block",
+        "cuda",
+        "sm",
+        "rank",
+        "local",
+        "device",
+        "dev",
+        "cpu",
+        "py",
+        "python",
+        "version",
+        "lr",
+        "sample",
+        "batch",
+        "seed",
+        "test",
+        "val",
+        "train",
+        "eval",
+        "stage",
+        "phase",
+        "part",
+        "shard",
+        "chunk",
+        "fold",
+        "trial",
+        "run",
+        "exp",
+        "job",
+        "task",
+        "tasks",
+        "proc",
+        "process",
+        "thread",
+        "line",
+        "col",
+        "row",
+        "item",
+        "index",
+        "idx",
+        "id",
+        "num",
+        "torch",
+        "nccl",
+        "cudnn",
+        "cublas",
     ]
 )
 _LEVELS = frozenset(
     [
-        "TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "ERR", "CRITICAL", "FATAL", "ALERT",
+        "TRACE",
+        "DEBUG",
+        "INFO",
+        "NOTICE",
+        "WARN",
+        "WARNING",
+        "ERROR",
+        "ERR",
+        "CRITICAL",
+        "FATAL",
+        "ALERT",
         "EMERG",
     ]
 )
@@ -119,9 +193,7 @@ def _looks_like_pdsh_host(name: str) -> bool:
 
 def _plausible_host(name: str) -> bool:
     """A host in a position that says `host` (NCCL, syslog): not a number, time or log level."""
-    return (_IPV4.fullmatch(name) is not None or not name.replace(".", "").isdigit()) and (
-        name.upper() not in _LEVELS
-    )
+    return (_IPV4.fullmatch(name) is not None or not name.replace(".", "").isdigit()) and (name.upper() not in _LEVELS)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -174,7 +246,7 @@ def _peel(text: str) -> tuple[int, str | None, int | None, int | None, int | Non
 
 def strip_prefixes(text: str) -> str:
     """The line without its leading launcher prefixes, so ranks and hosts do not split templates."""
-    return text[_peel(text)[0]:]
+    return text[_peel(text)[0] :]
 
 
 def _node_in_body(body: str) -> tuple[str | None, int | None]:
@@ -231,7 +303,19 @@ def attribute_line(text: str) -> Attribution:
 # File names: `node17.out`, `gpu-node-003/stdout.log`, `rank_3.out`, `slurm-1234-3.out`, ...
 _EXTS = frozenset(
     [
-        "log", "out", "err", "txt", "gz", "zst", "bz2", "xz", "lz4", "stdout", "stderr", "json", "jsonl",
+        "log",
+        "out",
+        "err",
+        "txt",
+        "gz",
+        "zst",
+        "bz2",
+        "xz",
+        "lz4",
+        "stdout",
+        "stderr",
+        "json",
+        "jsonl",
     ]
 )
 _SLURM_FILE = re.compile(r"slurm-\d+(?:[-_.](\d+))?", re.I)
@@ -244,9 +328,33 @@ _DASHED = re.compile(r"([a-z][a-z0-9]*)(?:-[a-z0-9]+)+-\d{2,}", re.I)
 _MIXED = re.compile(r"(?:^|-)(?=[a-z0-9]*[a-z])(?=[a-z0-9]*\d)[a-z0-9]+(?:-|$)", re.I)  # `a100`
 _NOT_NODE_WORDS = _NOT_HOST_STEMS | frozenset(
     [
-        "output", "outputs", "log", "logs", "tmp", "data", "model", "ckpt", "checkpoint", "events", "wandb",
-        "tb", "llama", "gpt", "bert", "resnet", "vit", "qwen", "mistral", "mixtral", "gemma", "opt", "bloom",
-        "falcon", "deepseek", "t5", "slurm",
+        "output",
+        "outputs",
+        "log",
+        "logs",
+        "tmp",
+        "data",
+        "model",
+        "ckpt",
+        "checkpoint",
+        "events",
+        "wandb",
+        "tb",
+        "llama",
+        "gpt",
+        "bert",
+        "resnet",
+        "vit",
+        "qwen",
+        "mistral",
+        "mixtral",
+        "gemma",
+        "opt",
+        "bloom",
+        "falcon",
+        "deepseek",
+        "t5",
+        "slurm",
     ]
 )
 
@@ -265,7 +373,7 @@ _KIND_PREFIX = re.compile(r"(?i)^(?:kernel|dmesg|syslog|messages|journal|stdout|
 def _node_from_name(name: str) -> str | None:
     kind = _KIND_PREFIX.match(name)
     if kind:
-        return _node_from_name(name[kind.end():])
+        return _node_from_name(name[kind.end() :])
     if _IPV4.fullmatch(name):
         return name
     short = name.split(".", 1)[0]

@@ -19,8 +19,15 @@ _MASKS: list[tuple[str, str]] = [
     ("NUM", r"(?<![\w<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?:%|ms|s|GiB|MiB|GB|MB|KB)?(?![\w>])"),
 ]
 _MASK_RE = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in _MASKS))
-_LABEL = {"NCCLHOST": "<HOST>", "IP": "<IP>", "HEX": "<HEX>", "PATH": "<PATH>", "HOST": "<HOST>",
-          "RANK": " <RANK>", "NUM": "<NUM>"}
+_LABEL = {
+    "NCCLHOST": "<HOST>",
+    "IP": "<IP>",
+    "HEX": "<HEX>",
+    "PATH": "<PATH>",
+    "HOST": "<HOST>",
+    "RANK": " <RANK>",
+    "NUM": "<NUM>",
+}
 
 
 def _replace(match: re.Match[str]) -> str:

@@ -76,13 +76,26 @@ class FileScanner:
             line_no = counts.lines
         templates = self._template_stats(src.display, where, counts, hits)
         return FileScan(
-            file=src.display, node=where.node, rank=where.rank, lines=counts.lines, bytes=size,
-            hits=hits, hits_dropped=dropped, templates=templates, seconds=time.perf_counter() - started,
+            file=src.display,
+            node=where.node,
+            rank=where.rank,
+            lines=counts.lines,
+            bytes=size,
+            hits=hits,
+            hits_dropped=dropped,
+            templates=templates,
+            seconds=time.perf_counter() - started,
         )
 
     def _keep_hits(
-        self, found: list[BlockHit], block: bytes, base: int, file: str, where: Attribution,
-        hits: list[RuleHit], cap: HitCap,
+        self,
+        found: list[BlockHit],
+        block: bytes,
+        base: int,
+        file: str,
+        where: Attribution,
+        hits: list[RuleHit],
+        cap: HitCap,
     ) -> int:
         """Append confirmed hits to `hits` up to the per-rule caps; return how many were dropped."""
         dropped = 0
@@ -95,10 +108,18 @@ class FileScanner:
             if not cap.admit(rule.id, ref.rank, rule.role):
                 dropped += 1
                 continue
-            hits.append(RuleHit(
-                rule_id=rule.id, failure_class=rule.failure_class, action=rule.resolved_action,
-                role=rule.role, priority=rule.priority, stage=rule.stage, ref=ref, captures=hit.captures,
-            ))
+            hits.append(
+                RuleHit(
+                    rule_id=rule.id,
+                    failure_class=rule.failure_class,
+                    action=rule.resolved_action,
+                    role=rule.role,
+                    priority=rule.priority,
+                    stage=rule.stage,
+                    ref=ref,
+                    captures=hit.captures,
+                )
+            )
         return dropped
 
     def _template_stats(
@@ -111,14 +132,19 @@ class FileScanner:
         stats = []
         for (rank, index), (count, first_no, first, last_no, last) in counts.stats.items():
             text = self.templater.template(index)
-            stats.append(TemplateStat(
-                template_id=template_id(text), template=text, node=where.node,
-                rank=rank if rank is not None else where.rank, count=count,
-                first=line_ref(_decode(first), first_no, where, file),
-                last=line_ref(_decode(last), last_no, where, file),
-                rule_ids=sorted(hit_templates.get(index, ())),
-                new=counts.lines >= NEW_MIN_LINES and first_no > counts.lines * (1 - NEW_TAIL),
-            ))
+            stats.append(
+                TemplateStat(
+                    template_id=template_id(text),
+                    template=text,
+                    node=where.node,
+                    rank=rank if rank is not None else where.rank,
+                    count=count,
+                    first=line_ref(_decode(first), first_no, where, file),
+                    last=line_ref(_decode(last), last_no, where, file),
+                    rule_ids=sorted(hit_templates.get(index, ())),
+                    new=counts.lines >= NEW_MIN_LINES and first_no > counts.lines * (1 - NEW_TAIL),
+                )
+            )
         return stats
 
 
@@ -130,8 +156,12 @@ def line_ref(text: str, line_no: int, where: Attribution, file: str) -> LineRef:
     """A LineRef with node/rank from the line itself, falling back to the file's name."""
     own = attribute_line(text)
     return LineRef(
-        file=file, line=line_no, text=text[:MAX_TEXT], node=own.node or where.node,
-        rank=own.rank if own.rank is not None else where.rank, time=parse_timestamp(text),
+        file=file,
+        line=line_no,
+        text=text[:MAX_TEXT],
+        node=own.node or where.node,
+        rank=own.rank if own.rank is not None else where.rank,
+        time=parse_timestamp(text),
     )
 
 
@@ -140,9 +170,7 @@ def _scan_group(rules: Sequence[Rule], sources: Sequence[Source]) -> list[FileSc
     return [scanner.scan(src) for src in sources]
 
 
-def scan_sources(
-    sources: Sequence[Source], rules: Sequence[Rule], workers: int | None = None
-) -> list[FileScan]:
+def scan_sources(sources: Sequence[Source], rules: Sequence[Rule], workers: int | None = None) -> list[FileScan]:
     """Scan every source; a large job is split across `workers` processes by size, and a large plain file
     into line-aligned byte ranges scanned in parallel and merged."""
     workers = workers or min(os.cpu_count() or 1, 8)
@@ -155,8 +183,11 @@ def scan_sources(
     groups = _balance(tasks, workers)
     with ProcessPoolExecutor(max_workers=len(groups)) as pool:
         done = pool.map(_scan_group, [rules] * len(groups), groups)
-        parts = {(t.display, t.start): scan for group, scans in zip(groups, done, strict=True)
-                 for t, scan in zip(group, scans, strict=True)}
+        parts = {
+            (t.display, t.start): scan
+            for group, scans in zip(groups, done, strict=True)
+            for t, scan in zip(group, scans, strict=True)
+        }
     return [merge_parts([parts[(t.display, t.start)] for t in tasks if t.display == src.display]) for src in sources]
 
 
@@ -188,8 +219,14 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
         t.new = offset >= NEW_MIN_LINES and t.first.line > offset * (1 - NEW_TAIL)
     head = parts[0]
     return FileScan(
-        file=head.file, node=head.node, rank=head.rank, lines=offset, bytes=sum(p.bytes for p in parts), hits=hits,
-        hits_dropped=dropped, templates=list(stats.values()),
+        file=head.file,
+        node=head.node,
+        rank=head.rank,
+        lines=offset,
+        bytes=sum(p.bytes for p in parts),
+        hits=hits,
+        hits_dropped=dropped,
+        templates=list(stats.values()),
         seconds=sum(p.seconds for p in parts),
     )
 

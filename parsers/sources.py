@@ -27,8 +27,28 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _SKIP_SUFFIXES = frozenset(
     {
-        ".png", ".jpg", ".jpeg", ".gif", ".pdf", ".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".npy",
-        ".npz", ".pkl", ".pickle", ".tar", ".zip", ".so", ".whl", ".parquet", ".arrow", ".db", ".sqlite",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".pdf",
+        ".pt",
+        ".pth",
+        ".bin",
+        ".safetensors",
+        ".ckpt",
+        ".npy",
+        ".npz",
+        ".pkl",
+        ".pickle",
+        ".tar",
+        ".zip",
+        ".so",
+        ".whl",
+        ".parquet",
+        ".arrow",
+        ".db",
+        ".sqlite",
         ".index",
     }
 )

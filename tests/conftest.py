@@ -16,14 +16,21 @@ DEV_EVALSET_ENV = os.environ.get("CRASHCART_DEV_EVALSET", "")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--snapshot-update", action="store_true",
-                     help="rewrite the snapshot files (tests/crashcart/snapshots) from this run instead of comparing")
+    parser.addoption(
+        "--snapshot-update",
+        action="store_true",
+        help="rewrite the snapshot files (tests/crashcart/snapshots) from this run instead of comparing",
+    )
 
 
 # -- isolation: no test reads or writes the user's real state ---------------------------------------------------
 
-XDG_DIRS = (("XDG_DATA_HOME", "share"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
-            ("XDG_STATE_HOME", "state"))
+XDG_DIRS = (
+    ("XDG_DATA_HOME", "share"),
+    ("XDG_CONFIG_HOME", "config"),
+    ("XDG_CACHE_HOME", "cache"),
+    ("XDG_STATE_HOME", "state"),
+)
 
 
 def isolate(patch: pytest.MonkeyPatch, home: Path) -> None:
@@ -96,8 +103,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 # Variables that would send a test's traffic somewhere real: LangSmith tracing, a LangSmith gateway, or a
 # base URL the openai SDK / langchain-openai pick up on their own.
-_LLM_REDIRECT_ENV = ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING", "LANGSMITH_GATEWAY",
-                     "OPENAI_BASE_URL", "OPENAI_API_BASE")
+_LLM_REDIRECT_ENV = (
+    "LANGSMITH_TRACING",
+    "LANGCHAIN_TRACING_V2",
+    "LANGCHAIN_TRACING",
+    "LANGSMITH_GATEWAY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+)
 
 
 @pytest.fixture()
@@ -165,10 +178,19 @@ def bot_config(tmp_path: Path, bot_logs: Path, slack_api):
 
     from crashcart.bot.config import BotConfig
 
-    return BotConfig(bot_token=BOT_TOKEN, signing_secret=SECRET, slack_api_url=slack_api.base_url,
-                     log_roots=[bot_logs], rule_confirmers=["UALICE"], memory_path=tmp_path / "incidents.db",
-                     rules_path=tmp_path / "rules.db", reports_dir=tmp_path / "reports", max_paste_bytes=4000,
-                     max_upload_bytes=100_000, workers=1)
+    return BotConfig(
+        bot_token=BOT_TOKEN,
+        signing_secret=SECRET,
+        slack_api_url=slack_api.base_url,
+        log_roots=[bot_logs],
+        rule_confirmers=["UALICE"],
+        memory_path=tmp_path / "incidents.db",
+        rules_path=tmp_path / "rules.db",
+        reports_dir=tmp_path / "reports",
+        max_paste_bytes=4000,
+        max_upload_bytes=100_000,
+        workers=1,
+    )
 
 
 @pytest.fixture()

@@ -30,8 +30,9 @@ def _seed(data: Path) -> None:
 @pytest.mark.parametrize("shell", ["home", "xdg"])
 def test_a_test_run_leaves_the_real_home_alone(tmp_path: Path, shell: str) -> None:
     real_home = tmp_path / "real-home"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CRASHCART_", "XDG_", "PYTEST_"))}  # a developer's shell, not this test's
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CRASHCART_", "XDG_", "PYTEST_"))
+    }  # a developer's shell, not this test's
     env.update(HOME=str(real_home), CRASHCART_LLM="ollama:llama3.1:8b")  # local: nothing remote even unisolated
     if shell == "home":  # the stores where ~ puts them
         _seed(real_home / ".local" / "share" / "crashcart")
@@ -40,9 +41,14 @@ def test_a_test_run_leaves_the_real_home_alone(tmp_path: Path, shell: str) -> No
         _seed(real_home / "xdg" / "crashcart")
         (real_home / "xdg" / "crashcart" / "incidents.db").rename(real_home / "memory.db")
     before = _tree(real_home)
-    proc = subprocess.run([sys.executable, "-m", "pytest", str(PROBE), "-p", "no:cacheprovider",
-                           f"--basetemp={tmp_path / 'child'}"], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(PROBE), "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'child'}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert _tree(real_home) == before, proc.stdout[-4000:]  # nothing new, nothing rewritten
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "2 passed" in proc.stdout

@@ -14,10 +14,21 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = {"crashcart": "crashcart", "agent": "crashcart.agent", "parsers": "crashcart.parsers",
-           "knowledge": "crashcart.knowledge", "evals": "crashcart.evals", "prompts": "crashcart.prompts"}
-LAYERS = {"crashcart.knowledge": 0, "crashcart.prompts": 0, "crashcart.parsers": 1, "crashcart.agent": 2,
-          "crashcart.evals": 4}
+FOLDERS = {
+    "crashcart": "crashcart",
+    "agent": "crashcart.agent",
+    "parsers": "crashcart.parsers",
+    "knowledge": "crashcart.knowledge",
+    "evals": "crashcart.evals",
+    "prompts": "crashcart.prompts",
+}
+LAYERS = {
+    "crashcart.knowledge": 0,
+    "crashcart.prompts": 0,
+    "crashcart.parsers": 1,
+    "crashcart.agent": 2,
+    "crashcart.evals": 4,
+}
 FACE, TOP = 3, 5
 
 
@@ -43,7 +54,7 @@ def is_module(name: str) -> bool:
     """Whether a dotted crashcart name is a module or package of the repository (not a name inside one)."""
     for folder, package in FOLDERS.items():
         if name == package or name.startswith(package + "."):
-            rest = name[len(package):].lstrip(".").split(".") if name != package else []
+            rest = name[len(package) :].lstrip(".").split(".") if name != package else []
             base = REPO / folder / Path(*rest) if rest else REPO / folder
             if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
                 return True
@@ -68,8 +79,14 @@ def imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
 
 def test_the_map_knows_every_package() -> None:
     found = {m for m, _ in modules()}
-    assert {"crashcart.cli", "crashcart.api", "crashcart.agent.pipeline", "crashcart.parsers.scan",
-            "crashcart.knowledge.records", "crashcart.evals.runner"} <= found
+    assert {
+        "crashcart.cli",
+        "crashcart.api",
+        "crashcart.agent.pipeline",
+        "crashcart.parsers.scan",
+        "crashcart.knowledge.records",
+        "crashcart.evals.runner",
+    } <= found
     assert layer("crashcart.cli_cases") == TOP and layer("crashcart.bot.app") == FACE
     assert layer("crashcart.knowledge.errors") < layer("crashcart.parsers.models") < layer("crashcart.agent.cases")
 
@@ -77,18 +94,22 @@ def test_the_map_knows_every_package() -> None:
 @pytest.mark.parametrize(("module", "path"), list(modules()), ids=lambda v: v if isinstance(v, str) else "")
 def test_no_import_points_up(module: str, path: Path) -> None:
     own = layer(module)
-    upward = [f"{path.relative_to(REPO)}:{line} imports {target} (layer {layer(target)} above {own})"
-              for line, target in imports(module, path)
-              if (target.split(".")[0] in FOLDERS and target.split(".")[0] != "crashcart")
-              or (target.startswith("crashcart") and layer(target) > own)]
+    upward = [
+        f"{path.relative_to(REPO)}:{line} imports {target} (layer {layer(target)} above {own})"
+        for line, target in imports(module, path)
+        if (target.split(".")[0] in FOLDERS and target.split(".")[0] != "crashcart")
+        or (target.startswith("crashcart") and layer(target) > own)
+    ]
     assert not upward, "\n".join(upward)
 
 
 def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     """The check itself can fail: a knowledge module that imports the agent is caught, a bare top-level name too."""
     bad = tmp_path / "bad.py"
-    bad.write_text("from crashcart.agent.report import Report\nimport parsers.scan\n"
-                   "def f():\n    from crashcart import cli\n", encoding="utf-8")
+    bad.write_text(
+        "from crashcart.agent.report import Report\nimport parsers.scan\ndef f():\n    from crashcart import cli\n",
+        encoding="utf-8",
+    )
     targets = [t for _, t in imports("crashcart.knowledge.bad", bad)]
     assert targets == ["crashcart.agent.report", "parsers.scan", "crashcart.cli"]
     assert [layer(t) for t in targets if t.startswith("crashcart")] == [2, TOP]

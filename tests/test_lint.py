@@ -15,8 +15,9 @@ def test_ruff_check_is_clean() -> None:
 
 
 def test_ruff_format_is_applied() -> None:
-    proc = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "."], cwd=REPO, capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

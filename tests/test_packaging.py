@@ -18,14 +18,36 @@ REPO = Path(__file__).resolve().parents[1]
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from the files git would clone (a stale build/ folder in the work tree cannot leak in)."""
     source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         if (REPO / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, source / name)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--disable-pip-version-check",
-                           "-w", str(out), str(source)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     (built,) = out.glob("crashcart-*.whl")
     return built
@@ -37,9 +59,14 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
         (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
         assert z.read(top_level).decode().split() == ["crashcart"]
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"crashcart"}
-    for data in ("crashcart/knowledge/signatures/gpu.yaml", "crashcart/knowledge/runbooks.yaml",
-                 "crashcart/knowledge/xid.yaml", "crashcart/knowledge/healthy/sources.yaml",
-                 "crashcart/knowledge/healthy/megatron.log", "crashcart/prompts/diagnose.md"):
+    for data in (
+        "crashcart/knowledge/signatures/gpu.yaml",
+        "crashcart/knowledge/runbooks.yaml",
+        "crashcart/knowledge/xid.yaml",
+        "crashcart/knowledge/healthy/sources.yaml",
+        "crashcart/knowledge/healthy/megatron.log",
+        "crashcart/prompts/diagnose.md",
+    ):
         assert data in names
 
 
@@ -48,11 +75,17 @@ def test_the_installed_copy_triages_the_bundled_example(wheel: Path, tmp_path: P
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(site)
-    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import crashcart.api as api; "
-            "r = api.triage([sys.argv[2]]); "
-            "print(json.dumps([api.__file__, r.diagnosis.failure_class.value, r.diagnosis.faulty_nodes]))")
-    proc = subprocess.run([sys.executable, "-c", code, str(site), str(REPO / "examples" / "xid79-job" / "logs")],
-                          cwd=tmp_path, capture_output=True, text=True)
+    code = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]); import crashcart.api as api; "
+        "r = api.triage([sys.argv[2]]); "
+        "print(json.dumps([api.__file__, r.diagnosis.failure_class.value, r.diagnosis.faulty_nodes]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(site), str(REPO / "examples" / "xid79-job" / "logs")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     where, cls, nodes = json.loads(proc.stdout)
     assert Path(where).is_relative_to(site) and (cls, nodes) == ("gpu_hardware", ["node07"])

@@ -52,7 +52,7 @@ def _expand_item(item: str, whole: str) -> list[str]:
     literals: list[str] = []
     pos = 0
     for match in re.finditer(r"\[([^\[\]]*)\]", item):
-        literals.append(item[pos:match.start()])
+        literals.append(item[pos : match.start()])
         parts += [[literals[-1]], _expand_ranges(match.group(1), whole)]
         pos = match.end()
     literals.append(item[pos:])

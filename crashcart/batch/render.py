@@ -14,8 +14,19 @@ from crashcart.batch.models import BatchResult
 from crashcart.batch.summary import BatchSummary, Totals, decider
 from crashcart.knowledge.records import Strict
 
-CSV_COLUMNS = ["job_id", "state", "class", "action", "decided_by", "faulty_nodes", "gpus", "elapsed_s",
-               "gpu_hours", "status", "error"]
+CSV_COLUMNS = [
+    "job_id",
+    "state",
+    "class",
+    "action",
+    "decided_by",
+    "faulty_nodes",
+    "gpus",
+    "elapsed_s",
+    "gpu_hours",
+    "status",
+    "error",
+]
 
 
 class BatchOutput(Strict):
@@ -32,10 +43,17 @@ def to_json(summary: BatchSummary, results: Sequence[BatchResult]) -> str:
 def csv_row(r: BatchResult) -> dict[str, str | int | float]:
     d = r.diagnosis
     return {
-        "job_id": r.job.job_id, "state": r.job.state, "class": d.failure_class.value if d else "",
-        "action": d.action.value if d else "", "decided_by": decider(r) if d else "",
-        "faulty_nodes": " ".join(d.faulty_nodes) if d else "", "gpus": r.job.gpus, "elapsed_s": r.job.elapsed_s,
-        "gpu_hours": round(r.job.gpu_hours, 3), "status": r.status, "error": r.error or "",
+        "job_id": r.job.job_id,
+        "state": r.job.state,
+        "class": d.failure_class.value if d else "",
+        "action": d.action.value if d else "",
+        "decided_by": decider(r) if d else "",
+        "faulty_nodes": " ".join(d.faulty_nodes) if d else "",
+        "gpus": r.job.gpus,
+        "elapsed_s": r.job.elapsed_s,
+        "gpu_hours": round(r.job.gpu_hours, 3),
+        "status": r.status,
+        "error": r.error or "",
     }
 
 
@@ -55,27 +73,54 @@ def _pct(share: float) -> str:
 
 def headline(t: Totals) -> str:
     """One line: what was done, what was reused, and how fast."""
-    return (f"{t.jobs} jobs: {t.triaged} triaged, {t.errors} errors, {t.no_logs} without logs; "
-            f"{t.gpu_hours:,.1f} GPU-hours. This run: {t.new_jobs} new, {t.reused} unchanged (reused), "
-            f"{t.new_bytes / 1e6:,.1f} MB in {t.wall_s:.1f} s = {t.jobs_per_min:,.1f} jobs/min, "
-            f"{t.mb_per_s:,.1f} MB/s")
+    return (
+        f"{t.jobs} jobs: {t.triaged} triaged, {t.errors} errors, {t.no_logs} without logs; "
+        f"{t.gpu_hours:,.1f} GPU-hours. This run: {t.new_jobs} new, {t.reused} unchanged (reused), "
+        f"{t.new_bytes / 1e6:,.1f} MB in {t.wall_s:.1f} s = {t.jobs_per_min:,.1f} jobs/min, "
+        f"{t.mb_per_s:,.1f} MB/s"
+    )
 
 
 def _sections(s: BatchSummary, code: Callable[[str], str] = str) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, columns, rows) of every table, shared by the terminal and Markdown renderers (code marks commands)."""
     infra = ", ".join(c.value for c in s.infrastructure_classes)
     return [
-        ("Failure classes by GPU-hours", ["class", "jobs", "% jobs", "GPU-hours", "% GPU-hours", "infra"],
-         [[c.failure_class.value, str(c.jobs), _pct(c.job_share), f"{c.gpu_hours:,.1f}", _pct(c.gpu_hour_share),
-           "yes" if c.infrastructure else ""] for c in s.classes]),
-        (f"Infrastructure ({infra}) vs the rest", ["", "jobs", "% jobs", "GPU-hours", "% GPU-hours"],
-         [[name, str(x.jobs), _pct(x.job_share), f"{x.gpu_hours:,.1f}", _pct(x.gpu_hour_share)]
-          for name, x in (("infrastructure", s.infrastructure), ("other", s.other))]),
-        ("Who decided", ["decided by", "jobs", "% jobs"],
-         [[d.decided_by, str(d.jobs), _pct(d.share)] for d in s.deciders]),
-        ("Repeat offenders (drain these nodes)", ["node", "jobs", "classes", "GPU-hours", "drain"],
-         [[o.node, str(o.jobs), ", ".join(c.value for c in o.classes), f"{o.gpu_hours:,.1f}", code(o.drain)]
-          for o in s.offenders]),
+        (
+            "Failure classes by GPU-hours",
+            ["class", "jobs", "% jobs", "GPU-hours", "% GPU-hours", "infra"],
+            [
+                [
+                    c.failure_class.value,
+                    str(c.jobs),
+                    _pct(c.job_share),
+                    f"{c.gpu_hours:,.1f}",
+                    _pct(c.gpu_hour_share),
+                    "yes" if c.infrastructure else "",
+                ]
+                for c in s.classes
+            ],
+        ),
+        (
+            f"Infrastructure ({infra}) vs the rest",
+            ["", "jobs", "% jobs", "GPU-hours", "% GPU-hours"],
+            [
+                [name, str(x.jobs), _pct(x.job_share), f"{x.gpu_hours:,.1f}", _pct(x.gpu_hour_share)]
+                for name, x in (("infrastructure", s.infrastructure), ("other", s.other))
+            ],
+        ),
+        (
+            "Who decided",
+            ["decided by", "jobs", "% jobs"],
+            [[d.decided_by, str(d.jobs), _pct(d.share)] for d in s.deciders],
+        ),
+        (
+            "Repeat offenders (drain these nodes)",
+            ["node", "jobs", "classes", "GPU-hours", "drain"],
+            [
+                [o.node, str(o.jobs), ", ".join(c.value for c in o.classes), f"{o.gpu_hours:,.1f}", code(o.drain)]
+                for o in s.offenders
+            ],
+        ),
         ("Not triaged", ["job", "status", "why"], [[p.job_id, p.status, p.error] for p in s.problems]),
     ]
 

@@ -55,8 +55,10 @@ class ResultStore(SqliteStore):
 
     def put(self, result: BatchResult) -> None:
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO results (job_id, logs_key, status, body) VALUES (?, ?, ?, ?)",
-                       (result.job.job_id, result.logs_key, result.status, result.model_dump_json()))
+            db.execute(
+                "INSERT OR REPLACE INTO results (job_id, logs_key, status, body) VALUES (?, ?, ?, ?)",
+                (result.job.job_id, result.logs_key, result.status, result.model_dump_json()),
+            )
 
     def all(self) -> list[BatchResult]:
         return self._read("SELECT body FROM results ORDER BY job_id")
@@ -64,7 +66,6 @@ class ResultStore(SqliteStore):
     def __len__(self) -> int:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-
 
 
 def _parse(body: str) -> BatchResult | None:

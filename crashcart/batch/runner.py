@@ -29,9 +29,14 @@ _Stat = tuple[str, int, int]  # path, size, mtime_ns (-1, -1 when missing)
 
 
 def run_batch(
-    jobs: Iterable[BatchJob], *, results: ResultStore, workers: int | None = None,
-    memory_path: str | Path | None = None, rules_path: str | Path | None = None,
-    progress: Progress | None = None, force: bool = False,
+    jobs: Iterable[BatchJob],
+    *,
+    results: ResultStore,
+    workers: int | None = None,
+    memory_path: str | Path | None = None,
+    rules_path: str | Path | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
 ) -> list[BatchResult]:
     """Triage every job whose logs changed since its stored result (all of them with force); one result per job.
 
@@ -56,8 +61,9 @@ def run_batch(
         else:
             todo.append((job, key, sum(max(size, 0) for _, size, _ in stats)))
     todo.sort(key=lambda t: -t[2])  # largest first: the long jobs start early and the pool ends together
-    for result in triage_jobs([(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path),
-                              progress=progress):
+    for result in triage_jobs(
+        [(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path), progress=progress
+    ):
         results.put(result)
         done[result.job.job_id] = result
     return [done[j.job_id] for j in unique]
@@ -104,13 +110,19 @@ def _with_job(stored: BatchResult, job: BatchJob, results: ResultStore) -> Batch
 def _no_logs(job: BatchJob, key: str, stats: Sequence[_Stat]) -> BatchResult:
     missing = [p for p, size, _ in stats if size < 0]
     why = f"missing: {', '.join(missing[:3])}" if missing else "the job lists no log files"
-    return BatchResult(job=job, status="no_logs", error=f"no log files to triage ({why})", logs_key=key,
-                       triaged_at=datetime.now(UTC))
+    return BatchResult(
+        job=job, status="no_logs", error=f"no log files to triage ({why})", logs_key=key, triaged_at=datetime.now(UTC)
+    )
 
 
 def triage_jobs(
-    todo: Sequence[tuple[BatchJob, str]], *, workers: int | None = None, init: tuple[Any, ...] = (None, None),
-    progress: Progress | None = None, fn: TriageFn | None = None, context: str = "forkserver",
+    todo: Sequence[tuple[BatchJob, str]],
+    *,
+    workers: int | None = None,
+    init: tuple[Any, ...] = (None, None),
+    progress: Progress | None = None,
+    fn: TriageFn | None = None,
+    context: str = "forkserver",
 ) -> Iterator[BatchResult]:
     """Yield a result per (job, logs key) as each completes, whatever happens to the worker processes.
 
@@ -140,11 +152,13 @@ def triage_jobs(
         pending, size = rest, 1
 
 
-def _run_pool(todo: Sequence[tuple[BatchJob, str]], size: int, init: tuple[Any, ...], fn: TriageFn,
-              context: str) -> Iterator[BatchResult]:
+def _run_pool(
+    todo: Sequence[tuple[BatchJob, str]], size: int, init: tuple[Any, ...], fn: TriageFn, context: str
+) -> Iterator[BatchResult]:
     """Results of one pool until it is done or broken (then the unfinished jobs are simply not yielded)."""
-    pool = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context(context),
-                               initializer=init_worker, initargs=init)
+    pool = ProcessPoolExecutor(
+        max_workers=size, mp_context=multiprocessing.get_context(context), initializer=init_worker, initargs=init
+    )
     try:
         futures: dict[Future, tuple[BatchJob, str]] = {pool.submit(fn, job, key): (job, key) for job, key in todo}
         waiting = set(futures)
@@ -157,17 +171,23 @@ def _run_pool(todo: Sequence[tuple[BatchJob, str]], size: int, init: tuple[Any, 
                     return
                 except Exception as exc:  # the result could not come back (e.g. it did not pickle)
                     job, key = futures[fut]
-                    result = BatchResult(job=job, status="error", logs_key=key, error=_describe(exc),
-                                         triaged_at=datetime.now(UTC))
+                    result = BatchResult(
+                        job=job, status="error", logs_key=key, error=_describe(exc), triaged_at=datetime.now(UTC)
+                    )
                 yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _died(job: BatchJob, key: str) -> BatchResult:
-    return BatchResult(job=job, status="error", logs_key=key, triaged_at=datetime.now(UTC),
-                       error="the worker process died while triaging this job (killed for memory, or a crash): "
-                             f"triage it alone with `crashcart triage {' '.join(map(str, job.log_paths[:3]))}`")
+    return BatchResult(
+        job=job,
+        status="error",
+        logs_key=key,
+        triaged_at=datetime.now(UTC),
+        error="the worker process died while triaging this job (killed for memory, or a crash): "
+        f"triage it alone with `crashcart triage {' '.join(map(str, job.log_paths[:3]))}`",
+    )
 
 
 # -- inside a worker process ---------------------------------------------------------------------------------
@@ -200,10 +220,10 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
         report = triage(job.log_paths, workers=1, memory=_WORKER.get("memory"), rule_store=_WORKER.get("rules"))
         out = BatchResult(**base, status="ok", diagnosis=report.diagnosis, bytes=report.stats.bytes)
     except Exception as exc:
-        out = BatchResult(**base, status="error", error=_describe(exc),
-                          bytes=sum(max(s, 0) for _, s, _ in stat_logs(job.log_paths)))
-    return out.model_copy(update={"seconds": round(time.perf_counter() - began, 3),
-                                  "triaged_at": datetime.now(UTC)})
+        out = BatchResult(
+            **base, status="error", error=_describe(exc), bytes=sum(max(s, 0) for _, s, _ in stat_logs(job.log_paths))
+        )
+    return out.model_copy(update={"seconds": round(time.perf_counter() - began, 3), "triaged_at": datetime.now(UTC)})
 
 
 def _describe(exc: Exception) -> str:

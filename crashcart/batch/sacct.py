@@ -14,8 +14,22 @@ from crashcart.batch.hostlist import expand_hostlist
 from crashcart.knowledge.records import Strict
 
 # The columns `slurm_jobs` asks for, in order. All exist in Slurm 22.05 (checked with `sacct --helpformat`).
-SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "State", "ExitCode", "User", "NodeList", "AllocTRES", "ElapsedRaw",
-                "Start", "End", "WorkDir", "Comment", "SubmitLine")
+SACCT_FIELDS = (
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "State",
+    "ExitCode",
+    "User",
+    "NodeList",
+    "AllocTRES",
+    "ElapsedRaw",
+    "Start",
+    "End",
+    "WorkDir",
+    "Comment",
+    "SubmitLine",
+)
 NOT_ARRAY_TASK = "4294967294"  # what 22.05 writes for %a in a job that is not an array task (measured)
 _JOB_ID = re.compile(r"^\d+(?:[_+][\w\[\]\-,%]+)?(?:\.\S+)?$")
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu(?::([\w.\-]+))?=(\d+)")
@@ -84,17 +98,26 @@ def parse_sacct(text: str, fields: tuple[str, ...] = SACCT_FIELDS) -> list[Sacct
             if cells:
                 cells[-1][-1] += "\n" + line
             continue
-        cells.append(parts[: len(fields) - 1] + ["|".join(parts[len(fields) - 1:])])
+        cells.append(parts[: len(fields) - 1] + ["|".join(parts[len(fields) - 1 :])])
     return [_row(dict(zip(fields, values, strict=True))) for values in cells]
 
 
 def _row(col: dict[str, str]) -> SacctRow:
     return SacctRow(
-        job_id=col.get("JobID", ""), job_id_raw=col.get("JobIDRaw", ""), name=col.get("JobName", ""),
-        state=col.get("State", "").split(" ")[0], exit_code=col.get("ExitCode", ""), user=col.get("User", ""),
-        node_list=col.get("NodeList", ""), alloc_tres=col.get("AllocTRES", ""),
-        elapsed_s=int(col.get("ElapsedRaw") or 0), start=_time(col.get("Start", "")), end=_time(col.get("End", "")),
-        work_dir=col.get("WorkDir", ""), comment=col.get("Comment", ""), submit_line=col.get("SubmitLine", ""),
+        job_id=col.get("JobID", ""),
+        job_id_raw=col.get("JobIDRaw", ""),
+        name=col.get("JobName", ""),
+        state=col.get("State", "").split(" ")[0],
+        exit_code=col.get("ExitCode", ""),
+        user=col.get("User", ""),
+        node_list=col.get("NodeList", ""),
+        alloc_tres=col.get("AllocTRES", ""),
+        elapsed_s=int(col.get("ElapsedRaw") or 0),
+        start=_time(col.get("Start", "")),
+        end=_time(col.get("End", "")),
+        work_dir=col.get("WorkDir", ""),
+        comment=col.get("Comment", ""),
+        submit_line=col.get("SubmitLine", ""),
     )
 
 

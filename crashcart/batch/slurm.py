@@ -17,22 +17,43 @@ from crashcart.batch.sacct import SACCT_FIELDS, SacctRow, parse_sacct, tres_gpus
 from crashcart.batch.slurm_paths import comment_paths, derived_paths, existing, scontrol_paths
 from crashcart.knowledge.errors import InputError
 
-__all__ = ["DEFAULT_STATES", "SacctRow", "job_log_paths", "parse_sacct", "parse_scontrol", "slurm_job_logs",
-           "slurm_jobs", "tres_gpus"]
+__all__ = [
+    "DEFAULT_STATES",
+    "SacctRow",
+    "job_log_paths",
+    "parse_sacct",
+    "parse_scontrol",
+    "slurm_job_logs",
+    "slurm_jobs",
+    "tres_gpus",
+]
 
 DEFAULT_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED")
 DEFAULT_WINDOW = timedelta(days=1)
 # sacct's short state names, so `--states f,to` filters the rows as sacct selected them
-STATE_ALIASES = {"BF": "BOOT_FAIL", "CA": "CANCELLED", "CD": "COMPLETED", "DL": "DEADLINE", "F": "FAILED",
-                 "NF": "NODE_FAIL", "OOM": "OUT_OF_MEMORY", "PR": "PREEMPTED", "TO": "TIMEOUT"}
+STATE_ALIASES = {
+    "BF": "BOOT_FAIL",
+    "CA": "CANCELLED",
+    "CD": "COMPLETED",
+    "DL": "DEADLINE",
+    "F": "FAILED",
+    "NF": "NODE_FAIL",
+    "OOM": "OUT_OF_MEMORY",
+    "PR": "PREEMPTED",
+    "TO": "TIMEOUT",
+}
 TIMEOUT_S = 120
 Runner = Callable[..., subprocess.CompletedProcess]
 _SCONTROL_FIELD = re.compile(r"(\w[\w:/]*)=(.*?)(?=\s+\w[\w:/]*=|\s*$)")
 
 
 def slurm_jobs(
-    *, since: datetime | str | None = None, until: datetime | str | None = None,
-    states: Sequence[str] | None = DEFAULT_STATES, sacct: str = "sacct", scontrol: str = "scontrol",
+    *,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    states: Sequence[str] | None = DEFAULT_STATES,
+    sacct: str = "sacct",
+    scontrol: str = "scontrol",
     runner: Runner = subprocess.run,
 ) -> list[BatchJob]:
     """Jobs that ended in one of `states` between `since` (default: a day ago) and `until` (default: now).
@@ -42,17 +63,29 @@ def slurm_jobs(
     """
     since = since if since is not None else datetime.now() - DEFAULT_WINDOW
     states = [STATE_ALIASES.get(s.upper(), s.upper()) for s in states] if states else list(DEFAULT_STATES)
-    argv = [sacct, "--parsable2", "--noheader", "--allocations", "--starttime", _when(since),
-            "--endtime", _when(until if until is not None else "now"), "--state", ",".join(states),
-            "--format", ",".join(SACCT_FIELDS)]
+    argv = [
+        sacct,
+        "--parsable2",
+        "--noheader",
+        "--allocations",
+        "--starttime",
+        _when(since),
+        "--endtime",
+        _when(until if until is not None else "now"),
+        "--state",
+        ",".join(states),
+        "--format",
+        ",".join(SACCT_FIELDS),
+    ]
     rows = [r for r in parse_sacct(_call(argv, runner, "sacct")) if r.state in states]
     live = _scontrol_jobs(scontrol, runner) if rows else {}
     load_script = _script_loader(sacct, runner)
     return [_batch_job(row, job_log_paths(row, live.get(row.job_id_raw), load_script)) for row in rows]
 
 
-def slurm_job_logs(job_id: str, *, sacct: str = "sacct", scontrol: str = "scontrol",
-                   runner: Runner = subprocess.run) -> list[Path]:
+def slurm_job_logs(
+    job_id: str, *, sacct: str = "sacct", scontrol: str = "scontrol", runner: Runner = subprocess.run
+) -> list[Path]:
     """The log files of one job (`123`, `123_4`), for the chat bot: any state, any age sacct still holds."""
     argv = [sacct, "--parsable2", "--noheader", "--allocations", "--jobs", job_id, "--format", ",".join(SACCT_FIELDS)]
     rows = [r for r in parse_sacct(_call(argv, runner, "sacct")) if job_id in (r.job_id, r.job_id_raw)]
@@ -63,8 +96,9 @@ def slurm_job_logs(job_id: str, *, sacct: str = "sacct", scontrol: str = "scontr
     return job_log_paths(row, live.get(row.job_id_raw), _script_loader(sacct, runner))
 
 
-def job_log_paths(row: SacctRow, live: dict[str, str] | None = None,
-                  load_script: Callable[[str], str] | None = None) -> list[Path]:
+def job_log_paths(
+    row: SacctRow, live: dict[str, str] | None = None, load_script: Callable[[str], str] | None = None
+) -> list[Path]:
     """The first source that names existing files: comment, then scontrol's StdOut/StdErr, then sbatch options.
 
     The stored batch script (`sacct -B`, needs AccountingStoreFlags=job_script) is fetched only when the
@@ -93,9 +127,18 @@ def parse_scontrol(text: str) -> dict[str, dict[str, str]]:
 
 
 def _batch_job(row: SacctRow, log_paths: list[Path]) -> BatchJob:
-    return BatchJob(job_id=row.job_id, name=row.name, state=row.state, nodes=row.nodes, gpus=row.gpus,
-                    elapsed_s=float(row.elapsed_s), start=row.start, end=row.end, exit_code=row.exit_code,
-                    log_paths=log_paths)
+    return BatchJob(
+        job_id=row.job_id,
+        name=row.name,
+        state=row.state,
+        nodes=row.nodes,
+        gpus=row.gpus,
+        elapsed_s=float(row.elapsed_s),
+        start=row.start,
+        end=row.end,
+        exit_code=row.exit_code,
+        log_paths=log_paths,
+    )
 
 
 def _scontrol_jobs(scontrol: str, runner: Runner, job_id: str = "") -> dict[str, dict[str, str]]:
@@ -112,8 +155,9 @@ def _script_loader(sacct: str, runner: Runner) -> Callable[[str], str]:
     def load(job_id: str) -> str:
         """The batch script sacct stored; '' when the site does not store scripts."""
         try:
-            proc = runner([sacct, "--batch-script", "--jobs", job_id], capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+            proc = runner(
+                [sacct, "--batch-script", "--jobs", job_id], capture_output=True, text=True, timeout=TIMEOUT_S
+            )
         except (OSError, subprocess.SubprocessError):
             return ""
         lines = proc.stdout.splitlines()
@@ -134,8 +178,10 @@ def _call(argv: list[str], runner: Runner, tool: str) -> str:
     except subprocess.TimeoutExpired:
         raise InputError(f"{tool} did not answer in {TIMEOUT_S}s: check slurmdbd with `sacct -X`") from None
     if proc.returncode != 0:
-        raise InputError(f"{tool} failed (exit {proc.returncode}): {_reason(proc.stderr or '')}; "
-                         f"check that `{tool}` works on this node")
+        raise InputError(
+            f"{tool} failed (exit {proc.returncode}): {_reason(proc.stderr or '')}; "
+            f"check that `{tool}` works on this node"
+        )
     return proc.stdout
 
 

@@ -17,9 +17,32 @@ from crashcart.batch.sacct import SacctRow
 # Short sbatch options that take a value (`-J name`, `-Jname`); the others are flags.
 _SHORT_WITH_VALUE = set("AabcDdeFGiJLMmNnopqStwxCB")
 # Long sbatch options that take no value unless written `--opt=value`; every other long option takes one.
-_LONG_FLAGS = {"contiguous", "exclusive", "get-user-env", "help", "hold", "ignore-pbs", "no-kill", "no-requeue",
-               "overcommit", "oversubscribe", "parsable", "quiet", "reboot", "requeue", "spread-job", "test-only",
-               "usage", "use-min-nodes", "verbose", "version", "wait", "nice", "propagate", "kill-on-invalid-dep"}
+_LONG_FLAGS = {
+    "contiguous",
+    "exclusive",
+    "get-user-env",
+    "help",
+    "hold",
+    "ignore-pbs",
+    "no-kill",
+    "no-requeue",
+    "overcommit",
+    "oversubscribe",
+    "parsable",
+    "quiet",
+    "reboot",
+    "requeue",
+    "spread-job",
+    "test-only",
+    "usage",
+    "use-min-nodes",
+    "verbose",
+    "version",
+    "wait",
+    "nice",
+    "propagate",
+    "kill-on-invalid-dep",
+}
 _NAMES = {"o": "output", "e": "error"}
 _PATTERN = re.compile(r"%(\d*)([%AabJjNnstux])")
 _NUMERIC = set("AabJjnt")
@@ -35,9 +58,19 @@ def expand_pattern(pattern: str, row: SacctRow, only: str | None = None) -> str:
         return pattern.replace("\\", "")
     nodes = row.nodes
     node = nodes[0] if nodes else ""
-    values = {"%": "%", "A": row.array_job_id, "a": row.array_task_id, "J": row.job_id_raw or row.job_id,
-              "j": row.job_id_raw or row.job_id, "N": node, "n": "0", "s": "batch", "t": "0", "u": row.user,
-              "x": row.name}
+    values = {
+        "%": "%",
+        "A": row.array_job_id,
+        "a": row.array_task_id,
+        "J": row.job_id_raw or row.job_id,
+        "j": row.job_id_raw or row.job_id,
+        "N": node,
+        "n": "0",
+        "s": "batch",
+        "t": "0",
+        "u": row.user,
+        "x": row.name,
+    }
     values["b"] = str(int(values["a"]) % 10) if values["a"].isdigit() else values["a"]
 
     def one(match: re.Match[str]) -> str:
@@ -93,7 +126,7 @@ def script_options(script: str) -> dict[str, str]:
     for line in script.splitlines()[1:] if script.startswith("#!") else script.splitlines():
         stripped = line.strip()
         if stripped.startswith("#SBATCH"):
-            tokens += stripped[len("#SBATCH"):].split("#")[0].split()
+            tokens += stripped[len("#SBATCH") :].split("#")[0].split()
         elif stripped and not stripped.startswith("#"):
             break
     return sbatch_options(tokens)

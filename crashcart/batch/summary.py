@@ -103,8 +103,9 @@ class BatchSummary(Strict):
     problems: list[Problem]
 
 
-def summarise(results: Sequence[BatchResult], *, since: datetime | None = None,
-              wall_s: float | None = None) -> BatchSummary:
+def summarise(
+    results: Sequence[BatchResult], *, since: datetime | None = None, wall_s: float | None = None
+) -> BatchSummary:
     """Summarise a batch. Results triaged at or after `since` are this run's new work (all of them when None);
     wall_s is how long the run took, for the throughput."""
     ok = [r for r in results if r.status == "ok" and r.diagnosis is not None]
@@ -118,8 +119,9 @@ def summarise(results: Sequence[BatchResult], *, since: datetime | None = None,
         infrastructure_classes=sorted(INFRA_CLASSES, key=lambda c: c.value),
         deciders=_deciders(ok),
         offenders=_offenders(ok),
-        problems=[Problem(job_id=r.job.job_id, status=r.status, error=r.error or "") for r in results
-                  if r.status != "ok"],
+        problems=[
+            Problem(job_id=r.job.job_id, status=r.status, error=r.error or "") for r in results if r.status != "ok"
+        ],
     )
 
 
@@ -136,16 +138,24 @@ def _hours(rs: Sequence[BatchResult]) -> float:
     return sum(r.job.gpu_hours for r in rs)
 
 
-def _totals(results: Sequence[BatchResult], ok: Sequence[BatchResult], since: datetime | None,
-            wall_s: float | None) -> Totals:
+def _totals(
+    results: Sequence[BatchResult], ok: Sequence[BatchResult], since: datetime | None, wall_s: float | None
+) -> Totals:
     new = [r for r in results if since is None or (r.triaged_at is not None and r.triaged_at >= since)]
     wall = wall_s if wall_s is not None else sum(r.seconds for r in new)
     new_bytes = sum(r.bytes for r in new)
     return Totals(
-        jobs=len(results), triaged=len(ok), errors=sum(r.status == "error" for r in results),
-        no_logs=sum(r.status == "no_logs" for r in results), gpu_hours=round(_hours(results), 3),
-        bytes=sum(r.bytes for r in results), seconds=round(sum(r.seconds for r in results), 3),
-        new_jobs=len(new), reused=len(results) - len(new), new_bytes=new_bytes, wall_s=round(wall, 3),
+        jobs=len(results),
+        triaged=len(ok),
+        errors=sum(r.status == "error" for r in results),
+        no_logs=sum(r.status == "no_logs" for r in results),
+        gpu_hours=round(_hours(results), 3),
+        bytes=sum(r.bytes for r in results),
+        seconds=round(sum(r.seconds for r in results), 3),
+        new_jobs=len(new),
+        reused=len(results) - len(new),
+        new_bytes=new_bytes,
+        wall_s=round(wall, 3),
         jobs_per_min=round(len(new) / wall * 60, 1) if wall > 0 else 0.0,
         mb_per_s=round(new_bytes / 1e6 / wall, 1) if wall > 0 else 0.0,
     )
@@ -156,15 +166,27 @@ def _classes(ok: Sequence[BatchResult]) -> list[ClassRow]:
     for r in ok:
         groups[_class(r)].append(r)
     total_h = _hours(ok)
-    rows = [ClassRow(failure_class=c, infrastructure=c in INFRA_CLASSES, jobs=len(rs),
-                     job_share=_share(len(rs), len(ok)), gpu_hours=round(_hours(rs), 3),
-                     gpu_hour_share=_share(_hours(rs), total_h)) for c, rs in groups.items()]
+    rows = [
+        ClassRow(
+            failure_class=c,
+            infrastructure=c in INFRA_CLASSES,
+            jobs=len(rs),
+            job_share=_share(len(rs), len(ok)),
+            gpu_hours=round(_hours(rs), 3),
+            gpu_hour_share=_share(_hours(rs), total_h),
+        )
+        for c, rs in groups.items()
+    ]
     return sorted(rows, key=lambda row: (-row.gpu_hours, -row.jobs, row.failure_class.value))
 
 
 def _split(part: Sequence[BatchResult], ok: Sequence[BatchResult]) -> Split:
-    return Split(jobs=len(part), job_share=_share(len(part), len(ok)), gpu_hours=round(_hours(part), 3),
-                 gpu_hour_share=_share(_hours(part), _hours(ok)))
+    return Split(
+        jobs=len(part),
+        job_share=_share(len(part), len(ok)),
+        gpu_hours=round(_hours(part), 3),
+        gpu_hour_share=_share(_hours(part), _hours(ok)),
+    )
 
 
 def decider(r: BatchResult) -> Decider:
@@ -199,7 +221,10 @@ def _offender(node: str, rs: Sequence[BatchResult]) -> Offender:
     classes = sorted({_class(r) for r in rs}, key=lambda c: c.value)
     reason = f"crashcart: {len(rs)} failed jobs ({', '.join(c.value for c in classes)})"
     return Offender(
-        node=node, jobs=len(rs), job_ids=sorted(r.job.job_id for r in rs), classes=classes,
+        node=node,
+        jobs=len(rs),
+        job_ids=sorted(r.job.job_id for r in rs),
+        classes=classes,
         gpu_hours=round(_hours(rs), 3),
         drain=f"scontrol update NodeName={shlex.quote(node)} State=DRAIN Reason={shlex.quote(reason)}",
     )

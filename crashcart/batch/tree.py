@@ -80,8 +80,9 @@ def discover_jobs(root: Path) -> list[BatchJob]:
     if not folders and _loose_logs(root):
         folders = [root]
     if not folders:
-        raise InputError(f"no job folders under {root}: a job folder holds log files, a logs/ subfolder or "
-                         f"a {JOB_META}")
+        raise InputError(
+            f"no job folders under {root}: a job folder holds log files, a logs/ subfolder or a {JOB_META}"
+        )
     return sorted((_job(folder, root) for folder in folders), key=lambda j: j.job_id)
 
 
@@ -127,8 +128,11 @@ def job_logs(folder: Path) -> list[Path]:
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found += [Path(dirpath) / n for n in sorted(filenames)
-                  if not n.startswith(".") and _is_log_name(n) and (Path(dirpath) / n).is_file()]
+        found += [
+            Path(dirpath) / n
+            for n in sorted(filenames)
+            if not n.startswith(".") and _is_log_name(n) and (Path(dirpath) / n).is_file()
+        ]
     return found
 
 
@@ -136,8 +140,15 @@ def _job(folder: Path, root: Path) -> BatchJob:
     meta = read_meta(folder)
     job_id = folder.relative_to(root).as_posix() or "."
     return BatchJob(
-        job_id=job_id, name=meta.name or folder.name, state=meta.state, nodes=meta.nodes, gpus=meta.gpus,
-        elapsed_s=meta.elapsed(), start=meta.start, end=meta.end, exit_code=meta.exit_code,
+        job_id=job_id,
+        name=meta.name or folder.name,
+        state=meta.state,
+        nodes=meta.nodes,
+        gpus=meta.gpus,
+        elapsed_s=meta.elapsed(),
+        start=meta.start,
+        end=meta.end,
+        exit_code=meta.exit_code,
         log_paths=job_logs(folder),
     )
 
@@ -151,8 +162,10 @@ def read_meta(folder: Path) -> JobMeta:
         except (OSError, ValidationError) as exc:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else {"msg": str(exc), "loc": ()}
             where = ".".join(str(p) for p in first["loc"]) or "the file"
-            raise InputError(f"{path}: invalid job metadata at {where}: {first['msg']}; fix it (fields: "
-                             f"{', '.join(JobMeta.model_fields)}) or remove it") from exc
+            raise InputError(
+                f"{path}: invalid job metadata at {where}: {first['msg']}; fix it (fields: "
+                f"{', '.join(JobMeta.model_fields)}) or remove it"
+            ) from exc
     manifest = folder / MANIFEST
     return _from_manifest(manifest) if manifest.is_file() else JobMeta()
 
@@ -174,8 +187,9 @@ def _from_manifest(path: Path) -> JobMeta:
     elapsed = 0.0
     if manifest.fault_time is not None and spec.start is not None:
         elapsed = max(0.0, (_utc(manifest.fault_time) - _utc(spec.start)).total_seconds())
-    return JobMeta(nodes=nodes, gpus=spec.nodes * spec.gpus_per_node, elapsed_s=elapsed, start=spec.start,
-                   end=manifest.fault_time)
+    return JobMeta(
+        nodes=nodes, gpus=spec.nodes * spec.gpus_per_node, elapsed_s=elapsed, start=spec.start, end=manifest.fault_time
+    )
 
 
 def _utc(t: datetime) -> datetime:

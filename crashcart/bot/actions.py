@@ -69,8 +69,9 @@ class ReportCache:
         with self._lock:
             saved = self.load(report_id)
             if saved.incident_id:
-                raise InputError(f"this diagnosis was already confirmed by {saved.decided_by} "
-                                 f"(incident {saved.incident_id})")
+                raise InputError(
+                    f"this diagnosis was already confirmed by {saved.decided_by} (incident {saved.incident_id})"
+                )
             incident = build(saved)
             done = saved.model_copy(update={"incident_id": incident.id, "decided_by": by})
             self._path(report_id).write_text(done.model_dump_json(), encoding="utf-8")
@@ -87,15 +88,17 @@ def who(user_id: str) -> str:
     return f"slack:{user_id}"
 
 
-def confirm_diagnosis(cache: ReportCache, memory: IncidentStore, report_id: str, user_id: str,
-                      failure_class: FailureClass | None = None) -> tuple[SavedReport, Incident]:
+def confirm_diagnosis(
+    cache: ReportCache, memory: IncidentStore, report_id: str, user_id: str, failure_class: FailureClass | None = None
+) -> tuple[SavedReport, Incident]:
     """Store the reply's diagnosis (or the class the user picked instead) as a confirmed incident."""
     if failure_class is FailureClass.UNKNOWN:
         raise InputError("pick a class other than unknown to correct the diagnosis")
 
     def build(saved: SavedReport) -> Incident:
-        incident = incident_from_report(saved.report, failure_class=failure_class, job=saved.job,
-                                        confirmed_by=who(user_id))
+        incident = incident_from_report(
+            saved.report, failure_class=failure_class, job=saved.job, confirmed_by=who(user_id)
+        )
         return memory.add(incident)
 
     return cache.decide(report_id, build, who(user_id))
@@ -116,17 +119,22 @@ def may_decide_rules(user_id: str, config: BotConfig, client: WebClient) -> bool
     try:
         members = client.usergroups_users_list(usergroup=config.rule_confirmer_group).get("users") or []
     except SlackApiError as exc:
-        raise InputError(f"cannot read user group {config.rule_confirmer_group} ({exc.response.get('error')}): "
-                         "the bot needs the usergroups:read scope") from exc
+        raise InputError(
+            f"cannot read user group {config.rule_confirmer_group} ({exc.response.get('error')}): "
+            "the bot needs the usergroups:read scope"
+        ) from exc
     return user_id in members
 
 
-def decide_rule(rule_store: RuleStore, config: BotConfig, client: WebClient, proposal_id: str, user_id: str,
-                confirm: bool) -> str:
+def decide_rule(
+    rule_store: RuleStore, config: BotConfig, client: WebClient, proposal_id: str, user_id: str, confirm: bool
+) -> str:
     """Confirm or reject a proposed rule for an allowed user; the note that replaces the buttons."""
     if not may_decide_rules(user_id, config, client):
-        raise InputError(f"user {user_id} may not confirm or reject rules: ask one of the rule confirmers "
-                         "(rule_confirmers / rule_confirmer_group in the bot config)")
+        raise InputError(
+            f"user {user_id} may not confirm or reject rules: ask one of the rule confirmers "
+            "(rule_confirmers / rule_confirmer_group in the bot config)"
+        )
     if confirm:
         rule = rule_store.confirm(proposal_id, by=who(user_id))
         return f":white_check_mark: rule `{rule.id}` confirmed by <@{user_id}>: it joins the fast filter"

@@ -82,8 +82,15 @@ class Services:
         with replying(lambda line: self.post(channel, thread_ts, line)):
             with tempfile.TemporaryDirectory(prefix="crashcart-bot-") as tmp:
                 logs = gather(ask, self.config, self.client, Path(tmp))
-                report = triage(logs.paths, memory=self.memory, rule_store=self.rule_store, llm=self.llm,
-                                chat_model=self.chat_model, llm_options=LLMOptions(), workers=self.config.workers)
+                report = triage(
+                    logs.paths,
+                    memory=self.memory,
+                    rule_store=self.rule_store,
+                    llm=self.llm,
+                    chat_model=self.chat_model,
+                    llm_options=LLMOptions(),
+                    workers=self.config.workers,
+                )
             report_id = self.cache.save(report, logs.job)
             self.post(channel, thread_ts, summary_text(report), report_blocks(report, report_id))
 
@@ -135,8 +142,15 @@ def open_services(config: BotConfig, client: WebClient, chat_model: BaseChatMode
     memory = open_memory(config.memory_path, create=True)
     rule_store = open_rule_store(config.rules_path, create=True)
     reports = config.reports_dir or (config.memory_path or default_memory_path()).parent / "bot-reports"
-    return Services(config=config, client=client, memory=memory, rule_store=rule_store, cache=ReportCache(reports),
-                    llm=settings, chat_model=chat_model)
+    return Services(
+        config=config,
+        client=client,
+        memory=memory,
+        rule_store=rule_store,
+        cache=ReportCache(reports),
+        llm=settings,
+        chat_model=chat_model,
+    )
 
 
 def build_app(config: BotConfig, client: WebClient | None = None, *, chat_model: BaseChatModel | None = None) -> App:
@@ -154,16 +168,18 @@ def register(app: App, s: Services) -> None:
     @app.event("app_mention")
     def on_mention(event: dict, client: WebClient) -> None:
         _acknowledge(client, event)
-        s.answer(event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""),
-                                                                                  _file_ids(event)))
+        s.answer(
+            event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""), _file_ids(event))
+        )
 
     @app.event("message")
     def on_message(event: dict, client: WebClient) -> None:
         if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
             return  # only people's DMs to the bot; channel asks come as mentions
         _acknowledge(client, event)
-        s.answer(event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""),
-                                                                                  _file_ids(event)))
+        s.answer(
+            event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""), _file_ids(event))
+        )
 
     @app.command("/crashcart")
     def on_command(ack: Callable, command: dict, client: WebClient, respond: Callable) -> None:
@@ -174,11 +190,15 @@ def register(app: App, s: Services) -> None:
         ack(f"crashcart is on it: {escape(describe_ask(ask))}")
         asked = f"<@{command['user_id']}>" if _USER_ID.match(command.get("user_id", "")) else "someone"
         try:  # a slash command has no message to thread under: start one
-            parent = client.chat_postMessage(channel=command["channel_id"],
-                                             text=f"{asked} asked crashcart about {escape(describe_ask(ask))}")
+            parent = client.chat_postMessage(
+                channel=command["channel_id"], text=f"{asked} asked crashcart about {escape(describe_ask(ask))}"
+            )
         except SlackApiError as exc:
-            respond(one_line(f"cannot post in this channel ({exc.response.get('error')}): invite the bot or "
-                             "mention it instead"))
+            respond(
+                one_line(
+                    f"cannot post in this channel ({exc.response.get('error')}): invite the bot or mention it instead"
+                )
+            )
             return
         s.answer(command["channel_id"], parent["ts"], ask)
 

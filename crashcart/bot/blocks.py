@@ -109,18 +109,27 @@ def _similar(report: Report) -> list[dict]:
     lines = []
     for s in d.similar[:MAX_SIMILAR]:
         resolved = f"; resolved: {escape(_trim(s.resolution, 200))}" if s.resolution else ""
-        lines.append(f"• {inline(s.id)} ({s.similarity:.2f}): {inline(s.failure_class.value)} → "
-                     f"{inline(s.action.value)}, job {escape(_trim(s.job, 120))}{resolved}")
+        lines.append(
+            f"• {inline(s.id)} ({s.similarity:.2f}): {inline(s.failure_class.value)} → "
+            f"{inline(s.action.value)}, job {escape(_trim(s.job, 120))}{resolved}"
+        )
     head = "*Similar past incidents*" + (" (none is close: a new failure)" if d.novel else "")
     return _packed([head, *lines])
 
 
 def correction_menu(report_id: str) -> dict:
     """A static_select of the taxonomy (without `unknown`): the class the operator says is right."""
-    options = [{"text": {"type": "plain_text", "text": c.value}, "value": f"{report_id}|{c.value}"}
-               for c in FailureClass if c is not FailureClass.UNKNOWN]
-    return {"type": "static_select", "action_id": CORRECT, "options": options,
-            "placeholder": {"type": "plain_text", "text": "Correct the class…"}}
+    options = [
+        {"text": {"type": "plain_text", "text": c.value}, "value": f"{report_id}|{c.value}"}
+        for c in FailureClass
+        if c is not FailureClass.UNKNOWN
+    ]
+    return {
+        "type": "static_select",
+        "action_id": CORRECT,
+        "options": options,
+        "placeholder": {"type": "plain_text", "text": "Correct the class…"},
+    }
 
 
 def _diagnosis_actions(report: Report, report_id: str) -> dict:
@@ -132,11 +141,15 @@ def _diagnosis_actions(report: Report, report_id: str) -> dict:
 
 def proposal_blocks(proposal: RuleProposal) -> list[dict]:
     """A pending rule proposal with its pattern and Confirm / Reject buttons (for the rule confirmers)."""
-    text = (f"*Proposed rule* {inline(proposal.id)} for {inline(proposal.failure_class.value)} "
-            f"(from {escape(proposal.model or proposal.origin)})\n{code(proposal.pattern)}\n"
-            f"{escape(_trim(proposal.explanation, 500))}")
-    buttons = [_button("Confirm rule", RULE_CONFIRM, proposal.id, "primary"),
-               _button("Reject rule", RULE_REJECT, proposal.id, "danger")]
+    text = (
+        f"*Proposed rule* {inline(proposal.id)} for {inline(proposal.failure_class.value)} "
+        f"(from {escape(proposal.model or proposal.origin)})\n{code(proposal.pattern)}\n"
+        f"{escape(_trim(proposal.explanation, 500))}"
+    )
+    buttons = [
+        _button("Confirm rule", RULE_CONFIRM, proposal.id, "primary"),
+        _button("Reject rule", RULE_REJECT, proposal.id, "danger"),
+    ]
     return [_section(text), {"type": "actions", "block_id": RULE_BLOCK + proposal.id, "elements": buttons}]
 
 
@@ -146,8 +159,10 @@ def report_blocks(report: Report, report_id: str) -> list[dict]:
     header = _trim(f"crashcart: {d.failure_class.value} → {d.action.value}", HEADER_CHARS)
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": header}},
-        _section(f"{escape(_trim(d.summary, 1500))}\n*Where:* {escape(where(report))}\n"
-                 f"*Confidence:* {d.confidence:.2f} (decided by {d.decided_by})"),
+        _section(
+            f"{escape(_trim(d.summary, 1500))}\n*Where:* {escape(where(report))}\n"
+            f"*Confidence:* {d.confidence:.2f} (decided by {d.decided_by})"
+        ),
         *_evidence(report),
     ]
     if d.mitigation:
@@ -156,10 +171,14 @@ def report_blocks(report: Report, report_id: str) -> list[dict]:
     for proposal in [p for p in report.proposals if p.status == "pending"][:MAX_PROPOSALS]:
         blocks += proposal_blocks(proposal)
     st = report.stats
-    footer = (f"{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s · "
-              "confirm to store the incident in memory, or pick the right class")
-    tail = [_diagnosis_actions(report, report_id), {"type": "context", "elements": [
-        {"type": "mrkdwn", "text": footer}]}]
+    footer = (
+        f"{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s · "
+        "confirm to store the incident in memory, or pick the right class"
+    )
+    tail = [
+        _diagnosis_actions(report, report_id),
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": footer}]},
+    ]
     return blocks[: MAX_BLOCKS - len(tail)] + tail
 
 

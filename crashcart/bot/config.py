@@ -66,8 +66,9 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         return BotConfig.model_validate(data)
     except ValidationError as exc:
         where = path or "the environment"
-        raise CrashcartError(f"{where}: invalid bot setting {describe(exc)}; fix it (the fields are listed in "
-                             "crashcart/bot/config.py)") from exc
+        raise CrashcartError(
+            f"{where}: invalid bot setting {describe(exc)}; fix it (the fields are listed in crashcart/bot/config.py)"
+        ) from exc
 
 
 def _read_yaml(path: Path) -> dict:

@@ -37,8 +37,10 @@ _SENTENCE_JOB = re.compile(r"^\d{4,}(?:[_+]\d+)?$")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _PATHLIKE = re.compile(r"^\S*/\S*$|^\S+\.[A-Za-z0-9]{1,8}$")  # a slash, or a file name with an extension
 
-HELP = ("ask me about a failed job with a Slurm job id (`123456`), a log path under the log roots, "
-        "a log excerpt in a ``` code block, or an uploaded log file")
+HELP = (
+    "ask me about a failed job with a Slurm job id (`123456`), a log path under the log roots, "
+    "a log excerpt in a ``` code block, or an uploaded log file"
+)
 
 
 class JobAsk(Strict):
@@ -163,8 +165,10 @@ def _check_links(path: Path, roots: Sequence[Path], raw: str) -> None:
         for name in (*dirnames, *filenames):
             entry = Path(dirpath) / name
             if entry.is_symlink() and not _inside(entry, roots):
-                raise InputError(f"{raw} holds a symlink out of the log roots ({entry.relative_to(path)}); "
-                                 "ask about the files themselves")
+                raise InputError(
+                    f"{raw} holds a symlink out of the log roots ({entry.relative_to(path)}); "
+                    "ask about the files themselves"
+                )
 
 
 def job_logs(job_id: str, roots: Sequence[Path]) -> list[Path]:
@@ -176,8 +180,10 @@ def job_logs(job_id: str, roots: Sequence[Path]) -> list[Path]:
     except CrashcartError:
         raise
     except Exception as exc:  # sacct missing, a timeout, a parse error: the one-line reply says which
-        raise InputError(f"could not find the logs of Slurm job {job_id} ({type(exc).__name__}: {exc}); "
-                         "give the job's log path instead") from exc
+        raise InputError(
+            f"could not find the logs of Slurm job {job_id} ({type(exc).__name__}: {exc}); "
+            "give the job's log path instead"
+        ) from exc
     if not paths:
         raise InputError(f"Slurm job {job_id} has no log files that the bot can find; give the log path instead")
     return [safe_path(str(p), roots) for p in paths]
@@ -190,8 +196,10 @@ def write_paste(text: str, limit: int, workdir: Path) -> Path:
     """The pasted text as workdir/paste.log, refused over `limit` bytes."""
     data = text.encode("utf-8")
     if len(data) > limit:
-        raise InputError(f"the pasted text is {len(data):,} bytes, over the bot's limit of {limit:,} "
-                         "(max_paste_bytes): upload the log as a file or give its path")
+        raise InputError(
+            f"the pasted text is {len(data):,} bytes, over the bot's limit of {limit:,} "
+            "(max_paste_bytes): upload the log as a file or give its path"
+        )
     if not data.strip():
         raise InputError("the pasted text is empty: paste the log lines inside a ``` code block")
     path = workdir / "paste.log"
@@ -207,8 +215,7 @@ def allowed_url(url: str, api_base: str) -> bool:
     except ValueError:
         return False
     host, api_host = (got.hostname or "").lower(), (api.hostname or "").lower()
-    return (got.scheme == api.scheme and same_port and bool(host)
-            and (host == api_host or host.endswith("." + api_host)))
+    return got.scheme == api.scheme and same_port and bool(host) and (host == api_host or host.endswith("." + api_host))
 
 
 class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
@@ -219,8 +226,9 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
         if not allowed_url(newurl, self.api_base):
-            raise InputError(f"Slack redirected the download to {urlsplit(newurl).hostname}, which the bot "
-                             "does not download from")
+            raise InputError(
+                f"Slack redirected the download to {urlsplit(newurl).hostname}, which the bot does not download from"
+            )
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
@@ -237,16 +245,21 @@ def download(client: WebClient, file_id: str, dest_dir: Path, limit: int, taken:
     try:
         info = client.files_info(file=file_id)["file"]
     except SlackApiError as exc:
-        raise InputError(f"Slack refused files.info for {file_id} ({exc.response.get('error')}): "
-                         "the bot needs the files:read scope") from exc
+        raise InputError(
+            f"Slack refused files.info for {file_id} ({exc.response.get('error')}): the bot needs the files:read scope"
+        ) from exc
     name, size = str(info.get("name") or file_id), int(info.get("size") or 0)
     if size > limit:
-        raise InputError(f"{name} is {size:,} bytes, over the bot's upload limit of {limit:,} (max_upload_bytes): "
-                         "give its path under the log roots instead")
+        raise InputError(
+            f"{name} is {size:,} bytes, over the bot's upload limit of {limit:,} (max_upload_bytes): "
+            "give its path under the log roots instead"
+        )
     url = info.get("url_private_download") or info.get("url_private") or ""
     if not allowed_url(url, client.base_url):
-        raise InputError(f"{name}: the bot downloads only from {urlsplit(client.base_url).hostname}, "
-                         f"not {urlsplit(url).hostname or 'an empty URL'}")
+        raise InputError(
+            f"{name}: the bot downloads only from {urlsplit(client.base_url).hostname}, "
+            f"not {urlsplit(url).hostname or 'an empty URL'}"
+        )
     dest = dest_dir / _safe_name(name, taken)
     _fetch(client, url, dest, limit, name)
     return dest
@@ -254,8 +267,9 @@ def download(client: WebClient, file_id: str, dest_dir: Path, limit: int, taken:
 
 def _fetch(client: WebClient, url: str, dest: Path, limit: int, name: str) -> None:
     proxy = urllib.request.ProxyHandler({"http": client.proxy, "https": client.proxy} if client.proxy else None)
-    opener = urllib.request.build_opener(proxy, urllib.request.HTTPSHandler(context=client.ssl),
-                                         _SameHostRedirects(client.base_url))
+    opener = urllib.request.build_opener(
+        proxy, urllib.request.HTTPSHandler(context=client.ssl), _SameHostRedirects(client.base_url)
+    )
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {client.token}"})
     try:
         with opener.open(request, timeout=client.timeout) as resp, dest.open("wb") as out:
@@ -268,16 +282,16 @@ def _fetch(client: WebClient, url: str, dest: Path, limit: int, name: str) -> No
                     raise InputError(f"{name} is over the bot's upload limit of {limit:,} bytes (max_upload_bytes)")
                 out.write(chunk)
     except urllib.error.HTTPError as exc:
-        raise InputError(f"downloading {name} from Slack failed (HTTP {exc.code}); check the bot token's "
-                         "files:read scope") from exc
+        raise InputError(
+            f"downloading {name} from Slack failed (HTTP {exc.code}); check the bot token's files:read scope"
+        ) from exc
     except urllib.error.URLError as exc:
         raise InputError(f"downloading {name} from Slack failed ({exc.reason}); try again") from exc
     except (OSError, ValueError, http.client.HTTPException) as exc:  # a bad URL, a dropped connection
         raise InputError(f"downloading {name} from Slack failed ({type(exc).__name__}: {exc}); try again") from exc
 
 
-def gather(ask: TriageRequest, config: BotConfig, client: WebClient,
-           workdir: Path) -> Logs:
+def gather(ask: TriageRequest, config: BotConfig, client: WebClient, workdir: Path) -> Logs:
     """The log files behind an ask (pastes and uploads are written into workdir) and the job's name."""
     if isinstance(ask, JobAsk):
         return Logs(paths=job_logs(ask.job_id, config.log_roots), job=f"slurm:{ask.job_id}")

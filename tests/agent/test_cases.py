@@ -16,8 +16,10 @@ from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 # PyTorch's NCCL watchdog on an ECC failure (ProcessGroupNCCL.cpp), as torchrun prefixes it.
-ECC = ("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] Process "
-       "group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered")
+ECC = (
+    "[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] Process "
+    "group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered"
+)
 STATS = ScanStats(files=1, lines=1, bytes=len(ECC), rule_hits=0, templates=1, seconds=0.1, mb_per_s=1.0)
 
 
@@ -25,8 +27,10 @@ def _report(decided_by: str = "none", evidence: bool = True, proposals: list[Rul
     known = decided_by == "rules"
     diagnosis = Diagnosis(
         failure_class=FailureClass.GPU_HARDWARE if known else FailureClass.UNKNOWN,
-        action=Action.DRAIN_NODE_AND_RETRY if known else Action.ESCALATE_INFRA, confidence=0.9 if known else 0.0,
-        summary="s", decided_by=decided_by,  # type: ignore[arg-type]
+        action=Action.DRAIN_NODE_AND_RETRY if known else Action.ESCALATE_INFRA,
+        confidence=0.9 if known else 0.0,
+        summary="s",
+        decided_by=decided_by,  # type: ignore[arg-type]
         evidence=[Evidence(file="rank12.log", line=1, text=ECC)] if evidence else [],
     )
     return Report(paths=["job-1/logs"], diagnosis=diagnosis, stats=STATS, proposals=proposals or [])
@@ -40,13 +44,27 @@ def test_a_class_the_rules_missed_queues_a_rule_from_the_evidence_line() -> None
     assert [p.id for p in store.list("pending")] == [proposal.id]
 
 
-@pytest.mark.parametrize("report", [
-    _report(decided_by="rules"),  # the fast filter named it already
-    _report(evidence=False),  # no line to derive a rule from
-    _report(proposals=[RuleProposal(pattern="uncorrectable ECC error", failure_class=FailureClass.GPU_HARDWARE,
-                                    explanation="the model's rule", examples=[ECC], origin="llm", model="m",
-                                    job="job-1")]),  # the model's proposal came with the report
-], ids=["rules-knew", "no-evidence", "model-proposed"])
+@pytest.mark.parametrize(
+    "report",
+    [
+        _report(decided_by="rules"),  # the fast filter named it already
+        _report(evidence=False),  # no line to derive a rule from
+        _report(
+            proposals=[
+                RuleProposal(
+                    pattern="uncorrectable ECC error",
+                    failure_class=FailureClass.GPU_HARDWARE,
+                    explanation="the model's rule",
+                    examples=[ECC],
+                    origin="llm",
+                    model="m",
+                    job="job-1",
+                )
+            ]
+        ),  # the model's proposal came with the report
+    ],
+    ids=["rules-knew", "no-evidence", "model-proposed"],
+)
 def test_no_rule_is_taught_when_none_is_needed(report: Report) -> None:
     store = MemoryRuleStore()
     assert teach_rules(report, FailureClass.GPU_HARDWARE, store) is None

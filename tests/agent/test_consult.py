@@ -13,13 +13,17 @@ def _diagnosis(cls: FailureClass, confidence: float) -> Diagnosis:
     return Diagnosis(failure_class=cls, action=DEFAULT_ACTION[cls], confidence=confidence, summary="s")
 
 
-@pytest.mark.parametrize(("cls", "confidence", "always", "asked"), [
-    (FailureClass.UNKNOWN, 0.0, False, True),  # the rules and memory are silent
-    (FailureClass.UNKNOWN, 0.9, False, True),  # unknown however sure
-    (FailureClass.GPU_OOM, CONSULT_BELOW - 0.01, False, True),  # unsure
-    (FailureClass.GPU_OOM, CONSULT_BELOW, False, False),  # sure enough: the model is not asked
-    (FailureClass.GPU_OOM, 0.99, True, True),  # --llm-always
-])
-def test_the_model_is_asked_when_rules_and_memory_are_unsure(cls: FailureClass, confidence: float, always: bool,
-                                                             asked: bool) -> None:
+@pytest.mark.parametrize(
+    ("cls", "confidence", "always", "asked"),
+    [
+        (FailureClass.UNKNOWN, 0.0, False, True),  # the rules and memory are silent
+        (FailureClass.UNKNOWN, 0.9, False, True),  # unknown however sure
+        (FailureClass.GPU_OOM, CONSULT_BELOW - 0.01, False, True),  # unsure
+        (FailureClass.GPU_OOM, CONSULT_BELOW, False, False),  # sure enough: the model is not asked
+        (FailureClass.GPU_OOM, 0.99, True, True),  # --llm-always
+    ],
+)
+def test_the_model_is_asked_when_rules_and_memory_are_unsure(
+    cls: FailureClass, confidence: float, always: bool, asked: bool
+) -> None:
     assert should_consult(_diagnosis(cls, confidence), LLMOptions(always=always)) is asked

@@ -20,13 +20,29 @@ from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
 from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
 
 
-def _hit(file: str, line: int, text: str, cls: FailureClass = FailureClass.STORAGE, *, rule: str = "r",
-         role: Role = Role.ROOT_CAUSE, node: str | None = None, rank: int | None = None,
-         time: datetime | None = None, captures: dict[str, str] | None = None,
-         stage: Stage | None = None) -> RuleHit:
+def _hit(
+    file: str,
+    line: int,
+    text: str,
+    cls: FailureClass = FailureClass.STORAGE,
+    *,
+    rule: str = "r",
+    role: Role = Role.ROOT_CAUSE,
+    node: str | None = None,
+    rank: int | None = None,
+    time: datetime | None = None,
+    captures: dict[str, str] | None = None,
+    stage: Stage | None = None,
+) -> RuleHit:
     return RuleHit(
-        rule_id=rule, failure_class=cls, action=Action.FIX_JOB, role=role, priority=50, stage=stage,
-        ref=LineRef(file=file, line=line, text=text, node=node, rank=rank, time=time), captures=captures or {},
+        rule_id=rule,
+        failure_class=cls,
+        action=Action.FIX_JOB,
+        role=role,
+        priority=50,
+        stage=stage,
+        ref=LineRef(file=file, line=line, text=text, node=node, rank=rank, time=time),
+        captures=captures or {},
     )
 
 
@@ -44,12 +60,32 @@ def test_repeated_hits_collapse_into_one_event_with_a_count() -> None:
 
 def test_kinds_xid_timeout_checkpoint() -> None:
     hits = [
-        _hit("k.log", 1, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1", FailureClass.GPU_HARDWARE, rule="xid",
-             captures={"xid": "79"}),
-        _hit("k.log", 2, "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE",
-             FailureClass.COLLECTIVE_TIMEOUT, rule="wd", role=Role.SYMPTOM, captures={"seq": "12", "op": "ALLREDUCE"}),
-        _hit("k.log", 3, "loading checkpoint from /ckpt at iteration 100", FailureClass.STORAGE, rule="ck",
-             role=Role.CONTEXT, stage=Stage.CHECKPOINT),
+        _hit(
+            "k.log",
+            1,
+            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1",
+            FailureClass.GPU_HARDWARE,
+            rule="xid",
+            captures={"xid": "79"},
+        ),
+        _hit(
+            "k.log",
+            2,
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE",
+            FailureClass.COLLECTIVE_TIMEOUT,
+            rule="wd",
+            role=Role.SYMPTOM,
+            captures={"seq": "12", "op": "ALLREDUCE"},
+        ),
+        _hit(
+            "k.log",
+            3,
+            "loading checkpoint from /ckpt at iteration 100",
+            FailureClass.STORAGE,
+            rule="ck",
+            role=Role.CONTEXT,
+            stage=Stage.CHECKPOINT,
+        ),
         _hit("k.log", 4, "cluster state healthy", FailureClass.STORAGE, rule="ctx", role=Role.CONTEXT),
     ]
     events = build_events([_scan("k.log", hits)])
@@ -60,10 +96,13 @@ def test_kinds_xid_timeout_checkpoint() -> None:
 
 
 def test_time_order_across_files_and_untimed_lines_inherit_their_files_time() -> None:
-    a = _scan("a.log", [
-        _hit("a.log", 10, "x", rule="a1", time=datetime(2024, 1, 1, 12, 5)),
-        _hit("a.log", 11, "traceback line without time", rule="a2"),
-    ])
+    a = _scan(
+        "a.log",
+        [
+            _hit("a.log", 10, "x", rule="a1", time=datetime(2024, 1, 1, 12, 5)),
+            _hit("a.log", 11, "traceback line without time", rule="a2"),
+        ],
+    )
     b = _scan("b.log", [_hit("b.log", 99, "y", rule="b1", time=datetime(2024, 1, 1, 12, 1))])
     events = build_events([a, b])
     assert [(e.file, e.line) for e in events] == [("b.log", 99), ("a.log", 10), ("a.log", 11)]
@@ -72,8 +111,9 @@ def test_time_order_across_files_and_untimed_lines_inherit_their_files_time() ->
 def test_progress_event_from_the_last_line_of_an_iteration_template() -> None:
     first = LineRef(file="a.log", line=1, text=" iteration      10/  500 | lm loss: 2.1 |", rank=0)
     last = LineRef(file="a.log", line=90, text=" iteration     1200/  500 | lm loss: 1.9 |", rank=0)
-    stat = TemplateStat(template_id="t", template=" iteration <NUM>/ <NUM> | lm loss: <NUM> |", rank=0, count=50,
-                        first=first, last=last)
+    stat = TemplateStat(
+        template_id="t", template=" iteration <NUM>/ <NUM> | lm loss: <NUM> |", rank=0, count=50, first=first, last=last
+    )
     other = TemplateStat(template_id="u", template="hello <NUM>", count=1, first=first, last=first)
     events = build_events([_scan("a.log", [], [stat, other])])
     assert len(events) == 1 and isinstance(events[0], ProgressEvent)
@@ -81,24 +121,47 @@ def test_progress_event_from_the_last_line_of_an_iteration_template() -> None:
 
 
 def test_events_round_trip_through_json_unchanged() -> None:
-    hits = [_hit("k.log", 1, "Xid 48", FailureClass.GPU_HARDWARE, rule="xid", captures={"xid": "48"}),
-            _hit("k.log", 2, "boom", rule="f")]
+    hits = [
+        _hit("k.log", 1, "Xid 48", FailureClass.GPU_HARDWARE, rule="xid", captures={"xid": "48"}),
+        _hit("k.log", 2, "boom", rule="f"),
+    ]
     events = build_events([_scan("k.log", hits)])
     adapter = TypeAdapter(list[Event])
     assert adapter.validate_json(adapter.dump_json(events)) == events
 
 
 def test_rank_hosts_from_nccl_init_lines_places_rank_only_events_on_their_node() -> None:
-    init = _hit("slurm-1.out", 3, "node02:4311:4400 [3] NCCL INFO comm 0x55 rank 19 nranks 32 - Init COMPLETE",
-                rule="ctx.nccl_init", role=Role.CONTEXT, node="node02", rank=1, captures={"rank": "19"})
-    oom = _hit("slurm-1.out", 90, "[rank19]: torch.OutOfMemoryError: CUDA out of memory.", FailureClass.GPU_OOM,
-               rule="oom", rank=19)
+    init = _hit(
+        "slurm-1.out",
+        3,
+        "node02:4311:4400 [3] NCCL INFO comm 0x55 rank 19 nranks 32 - Init COMPLETE",
+        rule="ctx.nccl_init",
+        role=Role.CONTEXT,
+        node="node02",
+        rank=1,
+        captures={"rank": "19"},
+    )
+    oom = _hit(
+        "slurm-1.out",
+        90,
+        "[rank19]: torch.OutOfMemoryError: CUDA out of memory.",
+        FailureClass.GPU_OOM,
+        rule="oom",
+        rank=19,
+    )
     events = build_events([_scan("slurm-1.out", [init, oom])])
     assert [(e.rule_id, e.node, e.rank) for e in events] == [("oom", "node02", 19)]
 
 
 def test_a_node_named_in_the_message_is_the_events_node() -> None:
-    hit = _hit("slurm-1.out", 3, "srun: error: Node failure on node07", FailureClass.NODE_FAILURE, rule="nf",
-               node="node00", captures={"node": "node07"})
+    hit = _hit(
+        "slurm-1.out",
+        3,
+        "srun: error: Node failure on node07",
+        FailureClass.NODE_FAILURE,
+        rule="nf",
+        node="node00",
+        captures={"node": "node07"},
+    )
     (event,) = build_events([_scan("slurm-1.out", [hit])])
     assert (event.node, event.names_node) == ("node07", True)

@@ -39,17 +39,18 @@ def test_context_fits_its_budget_and_shows_what_matters_first(job, budget: int) 
 def test_a_bigger_budget_shows_more_lines(job) -> None:
     scans, events, diagnosis = job
     assert len(build_context(scans, events, diagnosis, 20000).citeable) > len(
-        build_context(scans, events, diagnosis, 1500).citeable)
+        build_context(scans, events, diagnosis, 1500).citeable
+    )
 
 
 def test_parse_answer_accepts_fenced_json_and_rejects_what_was_not_shown() -> None:
-    reply = ('Here you go:\n```json\n{"failure_class": "network", "action": "drain_node_and_retry", '
-             '"evidence": [{"file": "a.log", "line": 3}], "faulty_nodes": ["n1"], "rationale": "IB"}\n```')
+    reply = (
+        'Here you go:\n```json\n{"failure_class": "network", "action": "drain_node_and_retry", '
+        '"evidence": [{"file": "a.log", "line": 3}], "faulty_nodes": ["n1"], "rationale": "IB"}\n```'
+    )
     answer = parse_answer(reply, {("a.log", 3)}, {"n1"})
     assert answer.failure_class.value == "network" and answer.faulty_nodes == ["n1"]
     with pytest.raises(AnswerError, match="a.log:3"):
         parse_answer(reply, {("a.log", 4)}, {"n1"})
     with pytest.raises(AnswerError, match="evidence"):
         parse_answer(reply.replace('[{"file": "a.log", "line": 3}]', "[]"), {("a.log", 3)}, {"n1"})
-
-

@@ -50,14 +50,17 @@ def local(openai_server, **kw) -> LLMSettings:
 # -- specs and settings ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("spec", "provider", "name"), [
-    ("openai:gpt-4.1-mini", "openai", "gpt-4.1-mini"),
-    ("ollama:llama3.1:8b", "ollama", "llama3.1:8b"),               # the tag's colon stays in the name
-    ("vllm:Qwen/Qwen2.5-7B-Instruct", "vllm", "Qwen/Qwen2.5-7B-Instruct"),
-    ("llamacpp:qwen2.5-7b-q4", "llamacpp", "qwen2.5-7b-q4"),
-    ("Google-GenAI:gemini-2.5-flash", "google_genai", "gemini-2.5-flash"),
-    (" anthropic:claude-sonnet-4-5 ", "anthropic", "claude-sonnet-4-5"),
-])
+@pytest.mark.parametrize(
+    ("spec", "provider", "name"),
+    [
+        ("openai:gpt-4.1-mini", "openai", "gpt-4.1-mini"),
+        ("ollama:llama3.1:8b", "ollama", "llama3.1:8b"),  # the tag's colon stays in the name
+        ("vllm:Qwen/Qwen2.5-7B-Instruct", "vllm", "Qwen/Qwen2.5-7B-Instruct"),
+        ("llamacpp:qwen2.5-7b-q4", "llamacpp", "qwen2.5-7b-q4"),
+        ("Google-GenAI:gemini-2.5-flash", "google_genai", "gemini-2.5-flash"),
+        (" anthropic:claude-sonnet-4-5 ", "anthropic", "claude-sonnet-4-5"),
+    ],
+)
 def test_parse_spec_forms(spec: str, provider: str, name: str) -> None:
     parsed = parse_spec(spec)
     assert (parsed.provider, parsed.name) == (provider, name)
@@ -109,16 +112,24 @@ def test_local_only_refuses_the_real_openai_in_one_line_naming_the_variable(monk
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-not-a-key")
     with pytest.raises(InputError) as err:
         make_chat_model(LLMSettings(model="openai:gpt-4.1"))
-    assert str(err.value) == ("openai:gpt-4.1 would call https://api.openai.com/v1, not this machine, and "
-                              "CRASHCART_LOCAL_MODELS_ONLY is set: use a model on 127.0.0.1/localhost or unset "
-                              "CRASHCART_LOCAL_MODELS_ONLY")
+    assert str(err.value) == (
+        "openai:gpt-4.1 would call https://api.openai.com/v1, not this machine, and "
+        "CRASHCART_LOCAL_MODELS_ONLY is set: use a model on 127.0.0.1/localhost or unset "
+        "CRASHCART_LOCAL_MODELS_ONLY"
+    )
 
 
-@pytest.mark.parametrize("url", ["http://gpu-box:8000/v1", "https://api.together.xyz/v1", "http://10.0.0.7:8080/v1",
-                                 "http://localhost.example.com/v1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://gpu-box:8000/v1",
+        "https://api.together.xyz/v1",
+        "http://10.0.0.7:8080/v1",
+        "http://localhost.example.com/v1",
+    ],
+)
 @pytest.mark.parametrize("value", ["1", "true", "YES"])
-def test_local_only_refuses_any_remote_compatible_server(monkeypatch: pytest.MonkeyPatch, url: str,
-                                                        value: str) -> None:
+def test_local_only_refuses_any_remote_compatible_server(monkeypatch: pytest.MonkeyPatch, url: str, value: str) -> None:
     monkeypatch.setenv("CRASHCART_LOCAL_MODELS_ONLY", value)
     with pytest.raises(InputError, match=f"would call {url}, not this machine, and CRASHCART_LOCAL_MODELS_ONLY"):
         make_chat_model(LLMSettings(model="vllm:qwen", base_url=url))
@@ -132,6 +143,7 @@ def test_local_only_allows_this_machine(url: str) -> None:
 @pytest.fixture()
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any connection or name lookup fails the test: building a model must not touch the network."""
+
     def refuse(*args, **kwargs):
         raise AssertionError(f"network call while building a model: {args}")
 
@@ -142,15 +154,17 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("value", [None, "", "0", "no"])
-def test_without_local_only_a_remote_model_is_built_without_calling_it(monkeypatch: pytest.MonkeyPatch, no_network,
-                                                                       value: str | None) -> None:
+def test_without_local_only_a_remote_model_is_built_without_calling_it(
+    monkeypatch: pytest.MonkeyPatch, no_network, value: str | None
+) -> None:
     if value is None:
         monkeypatch.delenv("CRASHCART_LOCAL_MODELS_ONLY")
     else:
         monkeypatch.setenv("CRASHCART_LOCAL_MODELS_ONLY", value)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-not-a-key")
     assert str(make_chat_model(LLMSettings(model="openai:gpt-4.1")).root_client.base_url) == (
-        "https://api.openai.com/v1/")
+        "https://api.openai.com/v1/"
+    )
     remote = make_chat_model(LLMSettings(model="vllm:qwen", base_url="http://gpu-box:8000/v1"))
     assert remote.openai_api_base == "http://gpu-box:8000/v1"
 
@@ -184,8 +198,9 @@ def test_vllm_and_llamacpp_need_a_base_url(provider: str) -> None:
 
 def test_missing_integration_package_names_the_pip_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_anthropic", None)  # import now fails, installed or not
-    with pytest.raises(InputError, match="anthropic:claude-x needs the langchain-anthropic package: "
-                                         "pip install langchain-anthropic"):
+    with pytest.raises(
+        InputError, match="anthropic:claude-x needs the langchain-anthropic package: pip install langchain-anthropic"
+    ):
         make_chat_model(LLMSettings(model="anthropic:claude-x"))
 
 
@@ -203,19 +218,32 @@ def test_other_providers_go_through_init_chat_model(monkeypatch: pytest.MonkeyPa
         def __init__(self, **kwargs) -> None:
             built.update(kwargs)
 
-    monkeypatch.setitem(sys.modules, "langchain_anthropic",
-                        types.SimpleNamespace(ChatAnthropic=ChatAnthropic, __name__="langchain_anthropic"))
+    monkeypatch.setitem(
+        sys.modules,
+        "langchain_anthropic",
+        types.SimpleNamespace(ChatAnthropic=ChatAnthropic, __name__="langchain_anthropic"),
+    )
     monkeypatch.setenv("MY_ANTHROPIC_KEY", "k-dummy")
     chat_base._get_chat_model_creator.cache_clear()
     try:
         with pytest.raises(InputError, match="anthropic:claude-x would call its provider, not this machine"):
             make_chat_model(LLMSettings(model="anthropic:claude-x"))  # no base_url: the provider's own cloud
-        make_chat_model(LLMSettings(model="anthropic:claude-x", base_url="http://127.0.0.1:9",
-                                    api_key_env="MY_ANTHROPIC_KEY", timeout_s=9))
+        make_chat_model(
+            LLMSettings(
+                model="anthropic:claude-x", base_url="http://127.0.0.1:9", api_key_env="MY_ANTHROPIC_KEY", timeout_s=9
+            )
+        )
     finally:
         chat_base._get_chat_model_creator.cache_clear()  # do not leave the stand-in class cached
-    assert built == {"model": "claude-x", "temperature": 0.2, "max_tokens": 1500, "timeout": 9, "max_retries": 0,
-                     "base_url": "http://127.0.0.1:9", "api_key": "k-dummy"}
+    assert built == {
+        "model": "claude-x",
+        "temperature": 0.2,
+        "max_tokens": 1500,
+        "timeout": 9,
+        "max_retries": 0,
+        "base_url": "http://127.0.0.1:9",
+        "api_key": "k-dummy",
+    }
 
 
 # -- invoke_with_retry through the real openai SDK and ChatOpenAI ----------------------------------------------
@@ -235,8 +263,10 @@ def test_request_carries_model_messages_limits_and_json_mode(openai_server) -> N
     call(make_chat_model(settings), settings)
     sent = openai_server.requests[0]
     assert sent["model"] == "fake-model"
-    assert sent["messages"] == [{"role": "system", "content": "Reply with a JSON object."},
-                                {"role": "user", "content": "node07: Xid 79, GPU has fallen off the bus"}]
+    assert sent["messages"] == [
+        {"role": "system", "content": "Reply with a JSON object."},
+        {"role": "user", "content": "node07: Xid 79, GPU has fallen off the bus"},
+    ]
     assert sent["response_format"] == {"type": "json_object"}
     assert (sent["max_completion_tokens"], sent["max_tokens"], sent["temperature"]) == (256, 256, 0.1)
     plain = local(openai_server, json_mode=False)
@@ -288,8 +318,10 @@ def test_500_is_retried(openai_server) -> None:
 def test_400_is_not_retried(openai_server) -> None:
     openai_server.script([Fail(400, message="model 'fake-model' does not support response_format"), "never"])
     settings = local(openai_server)
-    with pytest.raises(LLMCallError, match="was rejected after 1 attempt.*does not support response_format.*"
-                                           "not retried: check the model name") as err:
+    with pytest.raises(
+        LLMCallError,
+        match="was rejected after 1 attempt.*does not support response_format.*not retried: check the model name",
+    ) as err:
         call(make_chat_model(settings), settings)
     assert (err.value.kind, err.value.attempts, err.value.status) == ("client", 1, 400)
     assert openai_server.calls == 1
@@ -387,14 +419,17 @@ def test_reply_without_usage_gets_an_estimate() -> None:
     assert reply.usage_metadata["output_tokens"] == 2
 
 
-@pytest.mark.parametrize(("exc", "kind", "retryable"), [
-    (TimeoutError("read"), "timeout", True),
-    (ConnectionResetError("peer"), "server", True),
-    (rate_limit_error(), "rate_limit", True),
-    (server_error(504), "server", True),
-    (bad_request_error(), "client", False),
-    (KeyError("choices"), None, False),
-])
+@pytest.mark.parametrize(
+    ("exc", "kind", "retryable"),
+    [
+        (TimeoutError("read"), "timeout", True),
+        (ConnectionResetError("peer"), "server", True),
+        (rate_limit_error(), "rate_limit", True),
+        (server_error(504), "server", True),
+        (bad_request_error(), "client", False),
+        (KeyError("choices"), None, False),
+    ],
+)
 def test_classify_error(exc: BaseException, kind: str | None, retryable: bool) -> None:
     assert classify_error(exc)[:2] == (kind, retryable)
 

@@ -14,8 +14,14 @@ NOW = utcnow()
 
 
 def _similar(cls: FailureClass, sim: float, days_old: float = 0, id_: str = "") -> SimilarIncident:
-    return SimilarIncident(id=id_ or f"inc-{cls.value}-{sim}", similarity=sim, failure_class=cls,
-                           action=Action.FIX_JOB, job="j", created_at=NOW - timedelta(days=days_old))
+    return SimilarIncident(
+        id=id_ or f"inc-{cls.value}-{sim}",
+        similarity=sim,
+        failure_class=cls,
+        action=Action.FIX_JOB,
+        job="j",
+        created_at=NOW - timedelta(days=days_old),
+    )
 
 
 def _diag(cls: FailureClass = FailureClass.UNKNOWN, confidence: float = 0.2) -> Diagnosis:
@@ -23,8 +29,11 @@ def _diag(cls: FailureClass = FailureClass.UNKNOWN, confidence: float = 0.2) -> 
 
 
 def test_vote_weighs_similarity_and_recency_and_ignores_neighbours_below_threshold() -> None:
-    near = [_similar(FailureClass.STORAGE, 0.9), _similar(FailureClass.DATA_ERROR, 0.8, days_old=400),
-            _similar(FailureClass.DATA_ERROR, 0.3)]
+    near = [
+        _similar(FailureClass.STORAGE, 0.9),
+        _similar(FailureClass.DATA_ERROR, 0.8, days_old=400),
+        _similar(FailureClass.DATA_ERROR, 0.3),
+    ]
     cls, _, share, best = vote(near, threshold=0.5, now=NOW)
     assert cls is FailureClass.STORAGE and best.similarity == 0.9
     assert abs(share - 0.9 / (0.9 + 0.8 * 0.5)) < 1e-6  # the 400-day-old one counts at the recency floor
@@ -32,8 +41,9 @@ def test_vote_weighs_similarity_and_recency_and_ignores_neighbours_below_thresho
 
 
 def test_memory_decides_when_rules_are_silent() -> None:
-    d = with_memory(_diag(), [_similar(FailureClass.NODE_FAILURE, 0.92, id_="inc-a"),
-                              _similar(FailureClass.NODE_FAILURE, 0.7)])
+    d = with_memory(
+        _diag(), [_similar(FailureClass.NODE_FAILURE, 0.92, id_="inc-a"), _similar(FailureClass.NODE_FAILURE, 0.7)]
+    )
     assert d.failure_class is FailureClass.NODE_FAILURE and d.decided_by == "memory"
     assert d.novel is False and "inc-a" in d.summary
     assert d.mitigation  # the class's runbook
@@ -60,10 +70,18 @@ def test_nothing_similar_is_new_and_empty_memory_says_nothing() -> None:
 
 def test_recall_reads_a_store_best_first() -> None:
     store = MemoryIncidentStore()
-    for cls, line in [(FailureClass.STORAGE, "OSError: [Errno 28] No space left on device"),
-                      (FailureClass.DATA_ERROR, "PIL.UnidentifiedImageError: cannot identify image file")]:
-        store.add(Incident(fingerprint=Fingerprint(templates=[line]), failure_class=cls, action=Action.FIX_JOB,
-                           provenance=Provenance(job="j", created_at=datetime(2026, 1, 1))))
+    for cls, line in [
+        (FailureClass.STORAGE, "OSError: [Errno 28] No space left on device"),
+        (FailureClass.DATA_ERROR, "PIL.UnidentifiedImageError: cannot identify image file"),
+    ]:
+        store.add(
+            Incident(
+                fingerprint=Fingerprint(templates=[line]),
+                failure_class=cls,
+                action=Action.FIX_JOB,
+                provenance=Provenance(job="j", created_at=datetime(2026, 1, 1)),
+            )
+        )
     got = recall(store, Fingerprint(templates=["OSError: [Errno 28] No space left on device"]), k=2)
     assert [s.failure_class for s in got] == [FailureClass.STORAGE, FailureClass.DATA_ERROR]
     assert got[0].similarity > 0.99 > got[1].similarity

@@ -47,9 +47,23 @@ NCCL_INFO = "node00:2211:2290 [0] NCCL INFO Connected all rings"
         (r"NCCL WARN NET/IB : Got completion", ["node1:1:2 [0] NCCL WARN NET/IB: retry"], "misses example: "),
         (r"GPU \d+ has fallen off the bus", [], "misses example: none given"),
     ],
-    ids=["a-plus-plus", "word-space-star", "dot-star-star", "overlap-branches", "dot-star", "error", "num-failed",
-         "lookahead", "lookbehind", "backreference", "re2-syntax", "hyperscan-only", "healthy", "misses",
-         "no-examples"],
+    ids=[
+        "a-plus-plus",
+        "word-space-star",
+        "dot-star-star",
+        "overlap-branches",
+        "dot-star",
+        "error",
+        "num-failed",
+        "lookahead",
+        "lookbehind",
+        "backreference",
+        "re2-syntax",
+        "hyperscan-only",
+        "healthy",
+        "misses",
+        "no-examples",
+    ],
 )
 def test_each_rejection_has_its_one_line_reason(pattern: str, examples: list[str], reason: str) -> None:
     verdict = validate_pattern(pattern, examples)
@@ -82,8 +96,10 @@ def test_a_pattern_broad_on_random_lines_is_refused_even_where_no_healthy_line_s
 
 def test_a_specific_pattern_passes_with_notes() -> None:
     pattern = r"NVRM: Xid \(PCI:[0-9a-f:.]+\): (?P<xid>79), pid=\d+, .*GPU has fallen off the bus"
-    line = "May  1 10:40:02 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4412, name=python, GPU has fallen " \
-           "off the bus."
+    line = (
+        "May  1 10:40:02 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4412, name=python, GPU has fallen "
+        "off the bus."
+    )
     verdict = validate_pattern(pattern, [line])
     assert verdict == Validation(ok=True, reasons=[], notes=verdict.notes)
     assert any("healthy log lines" in n for n in verdict.notes)
@@ -121,8 +137,15 @@ def test_healthy_corpus_holds_the_shipped_samples_and_a_generated_job() -> None:
     assert len(lines) == len(set(lines)) > 1500
     for path in sorted(HEALTHY_DIR.glob("*.log")):
         assert set(path.read_text(encoding="utf-8").splitlines()) - {""} <= set(lines), path.name
-    assert {p.stem for p in HEALTHY_DIR.glob("*.log")} >= {"megatron", "deepspeed", "hf_trainer", "torchrun",
-                                                         "nccl", "slurm", "kernel"}
+    assert {p.stem for p in HEALTHY_DIR.glob("*.log")} >= {
+        "megatron",
+        "deepspeed",
+        "hf_trainer",
+        "torchrun",
+        "nccl",
+        "slurm",
+        "kernel",
+    }
     assert any(line.startswith("[default") and "iteration" in line for line in lines)  # torchrun per node
     assert any(line.startswith("0: ") for line in lines)  # srun --label
     assert healthy_corpus() == lines
@@ -138,24 +161,36 @@ def test_no_shipped_root_cause_rule_fires_on_the_healthy_corpus() -> None:
 # -- derive_from_template on real templates: the line, the same message elsewhere ------------------------------
 
 CASES = [
-    ("[default3]:node07:43757:43921 [3] NCCL WARN NET/IB : Got completion from peer 10.64.0.9<45213> with status=12 "
-     "opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.64.0.8 remoteGids::ffff:10.64.0.9 hca mlx5_3",
-     "gpu-node-112:9911:9920 [6] NCCL WARN NET/IB : Got completion from peer 172.16.4.21<50001> with status=12 "
-     "opcode=1 len=65536 vendor err 244 (Recv) localGid ::ffff:172.16.4.20 remoteGids::ffff:172.16.4.21 hca mlx5_7"),
-    ("[rank5]: ValueError: expected sequence of length 4096 at dim 1 (got 4095)",
-     "[rank61]: ValueError: expected sequence of length 2048 at dim 0 (got 17)"),
-    ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
-     "of 79.10 GiB of which 1.06 GiB is free.",
-     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 GiB. GPU 0 has a total capacity "
-     "of 39.39 GiB of which 300.00 GiB is free."),
-    ("[rank0]: FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/train-00042.bin'",
-     "3: FileNotFoundError: [Errno 2] No such file or directory: '/mnt/other/valid-7.bin'"),
-    ("Jul 10 19:36:24 node03 kernel: NVRM: Xid (PCI:0000:86:00): 79, pid=43757, name=python, GPU has fallen off "
-     "the bus.",
-     "[1234567.890123] NVRM: Xid (PCI:0000:af:00): 79, pid=1201, name=python, GPU has fallen off the bus."),
-    ("[   12.345678] mlx5_core 0000:86:00.0: mlx5_fw_fatal_reporter_err_work:2342:(pid 1234): Device error",
-     "May  1 10:00:00 dgx-a17 kernel: [ 99.100000] mlx5_core 0000:c1:00.1: mlx5_fw_fatal_reporter_err_work:2342:"
-     "(pid 77): Device error"),
+    (
+        "[default3]:node07:43757:43921 [3] NCCL WARN NET/IB : Got completion from peer 10.64.0.9<45213> with status=12 "
+        "opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.64.0.8 remoteGids::ffff:10.64.0.9 hca mlx5_3",
+        "gpu-node-112:9911:9920 [6] NCCL WARN NET/IB : Got completion from peer 172.16.4.21<50001> with status=12 "
+        "opcode=1 len=65536 vendor err 244 (Recv) localGid ::ffff:172.16.4.20 remoteGids::ffff:172.16.4.21 hca mlx5_7",
+    ),
+    (
+        "[rank5]: ValueError: expected sequence of length 4096 at dim 1 (got 4095)",
+        "[rank61]: ValueError: expected sequence of length 2048 at dim 0 (got 17)",
+    ),
+    (
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
+        "of 79.10 GiB of which 1.06 GiB is free.",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 GiB. GPU 0 has a total capacity "
+        "of 39.39 GiB of which 300.00 GiB is free.",
+    ),
+    (
+        "[rank0]: FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/train-00042.bin'",
+        "3: FileNotFoundError: [Errno 2] No such file or directory: '/mnt/other/valid-7.bin'",
+    ),
+    (
+        "Jul 10 19:36:24 node03 kernel: NVRM: Xid (PCI:0000:86:00): 79, pid=43757, name=python, GPU has fallen off "
+        "the bus.",
+        "[1234567.890123] NVRM: Xid (PCI:0000:af:00): 79, pid=1201, name=python, GPU has fallen off the bus.",
+    ),
+    (
+        "[   12.345678] mlx5_core 0000:86:00.0: mlx5_fw_fatal_reporter_err_work:2342:(pid 1234): Device error",
+        "May  1 10:00:00 dgx-a17 kernel: [ 99.100000] mlx5_core 0000:c1:00.1: mlx5_fw_fatal_reporter_err_work:2342:"
+        "(pid 77): Device error",
+    ),
 ]
 IDS = ["nccl-warn", "value-error", "cuda-oom", "file-not-found", "kernel-xid", "kernel-mlx5"]
 
@@ -178,17 +213,28 @@ def test_derived_regex_matches_the_message_anywhere_and_nothing_healthy(line: st
 @pytest.mark.parametrize(
     ("template", "line", "pattern"),
     [
-        ("<HOST> [<NUM>] NCCL WARN peer <IP> closed", "node3:11:12 [0] NCCL WARN peer 10.0.0.1<80> closed",
-         r"NCCL[ \t]+WARN[ \t]+peer[ \t]+\d{1,3}(?:\.\d{1,3}){3}(?::\d+|<\d+>)?[ \t]+closed"),
-        ("W0710 <NUM>:<NUM>:<NUM> <NUM> torch/distributed/run.py:<NUM>] Sending process <NUM> closing signal SIGTERM",
-         "W0710 19:36:27.000000 43584 torch/distributed/run.py:793] Sending process 4412 closing signal SIGTERM",
-         r"Sending[ \t]+process[ \t]+[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:%|[KMG]i?B|m?s)?[ \t]+closing[ \t]+signal"
-         r"[ \t]+SIGTERM"),
-        ("[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] [ERROR] [engine.py:<NUM>:step] rank <RANK> stage lost",
-         "[2024-05-01 10:04:30,000] [ERROR] [engine.py:183:step] rank=3 stage lost",
-         r"rank[ =:]{0,4}\d+[ \t]+stage[ \t]+lost"),
-        ("<HOST> kernel: Oops <*>", "node07 kernel: Oops 0002",
-         r"kernel:[ \t]+Oops[ \t]+[^ \t\n]+"),  # "Oops <*>" alone is too short a message: it keeps its tag
+        (
+            "<HOST> [<NUM>] NCCL WARN peer <IP> closed",
+            "node3:11:12 [0] NCCL WARN peer 10.0.0.1<80> closed",
+            r"NCCL[ \t]+WARN[ \t]+peer[ \t]+\d{1,3}(?:\.\d{1,3}){3}(?::\d+|<\d+>)?[ \t]+closed",
+        ),
+        (
+            "W0710 <NUM>:<NUM>:<NUM> <NUM> torch/distributed/run.py:<NUM>] Sending process <NUM> "
+            "closing signal SIGTERM",
+            "W0710 19:36:27.000000 43584 torch/distributed/run.py:793] Sending process 4412 closing signal SIGTERM",
+            r"Sending[ \t]+process[ \t]+[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:%|[KMG]i?B|m?s)?[ \t]+closing[ \t]+signal"
+            r"[ \t]+SIGTERM",
+        ),
+        (
+            "[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] [ERROR] [engine.py:<NUM>:step] rank <RANK> stage lost",
+            "[2024-05-01 10:04:30,000] [ERROR] [engine.py:183:step] rank=3 stage lost",
+            r"rank[ =:]{0,4}\d+[ \t]+stage[ \t]+lost",
+        ),
+        (
+            "<HOST> kernel: Oops <*>",
+            "node07 kernel: Oops 0002",
+            r"kernel:[ \t]+Oops[ \t]+[^ \t\n]+",
+        ),  # "Oops <*>" alone is too short a message: it keeps its tag
     ],
     ids=["nccl-prefix", "glog-prefix", "deepspeed-prefix-rank", "short-core-keeps-tag"],
 )
@@ -220,8 +266,12 @@ def test_a_template_that_does_not_fit_the_line_falls_back_to_the_line() -> None:
 def test_propose_from_line_gives_an_unsaved_template_proposal() -> None:
     line, elsewhere = CASES[4]
     proposed = propose_from_line(line + "\r\n", FailureClass.GPU_HARDWARE, job="job-4280674")
-    assert (proposed.id, proposed.status, proposed.origin, proposed.model) == ("", "pending", "template",
-                                                                              "drain3-template")
+    assert (proposed.id, proposed.status, proposed.origin, proposed.model) == (
+        "",
+        "pending",
+        "template",
+        "drain3-template",
+    )
     assert proposed.examples == [line] and proposed.validation and proposed.reason is None
     store = MemoryRuleStore()
     rule = store.confirm(store.propose(proposed).id, "alice")

@@ -25,8 +25,9 @@ def _rand(n: int, alphabet: str = ALNUM, seed: int = 0) -> str:
     rng = random.Random(seed)
     while True:  # a mixed-case, digit-bearing body, like real tokens
         s = "".join(rng.choice(alphabet) for _ in range(n))
-        if alphabet != ALNUM or (any(c.isdigit() for c in s) and any(c.isupper() for c in s)
-                                 and any(c.islower() for c in s)):
+        if alphabet != ALNUM or (
+            any(c.isdigit() for c in s) and any(c.isupper() for c in s) and any(c.islower() for c in s)
+        ):
             return s
         seed += 1
         rng = random.Random(seed)
@@ -48,8 +49,13 @@ GH_APP = "gh" + "s_" + _rand(36, seed=9)
 GH_FINE = "github" + "_pat_" + "11ABCDEFG0" + _rand(12, seed=10) + "_" + _rand(59, seed=11)
 GITLAB = "gl" + "pat-" + _rand(20, ALNUM + "_-", seed=12)
 STRIPE = "sk" + "_live_" + _rand(24, seed=13)
-JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0" + "."
-       + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    + "."
+    + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0"
+    + "."
+    + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
 WANDB = _rand(40, "0123456789abcdef", seed=14)
 PASSWORD = "S3cr3t!Pa55"
 PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u"
@@ -64,7 +70,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("aws_access_key", AWS_ID, f"+ export AWS_ACCESS_KEY_ID={AWS_ID}"),
     ("aws_access_key", AWS_ID, f"botocore.credentials: Found credentials in environment variables. key={AWS_ID}"),
     ("aws_secret_key", AWS_SECRET, f"aws_secret_access_key = {AWS_SECRET}"),
-    ("aws_secret_key", AWS_SECRET, f"declare -x AWS_SECRET_ACCESS_KEY=\"{AWS_SECRET}\""),
+    ("aws_secret_key", AWS_SECRET, f'declare -x AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"'),
     ("aws_secret_key", AWS_SECRET, f'{{"Credentials": {{"AccessKeyId": "{AWS_ID}", "SecretAccessKey": "{AWS_SECRET}"'),
     ("gcp_api_key", GCP_KEY, f"GOOGLE_API_KEY={GCP_KEY} python eval.py"),
     ("openai_key", OPENAI, f"OPENAI_API_KEY={OPENAI}"),
@@ -81,7 +87,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("github_token", GH_APP, f"GITHUB_TOKEN={GH_APP}"),
     ("github_token", GH_FINE, f"pip install git+https://x-access-token:{GH_FINE}@github.com/org/lib.git"),
     ("gitlab_token", GITLAB, f"git clone https://oauth2:{GITLAB}@gitlab.example.com/ml/train.git"),
-    ("gitlab_token", GITLAB, f"curl --header \"PRIVATE-TOKEN: {GITLAB}\" https://gitlab.example.com/api/v4/projects"),
+    ("gitlab_token", GITLAB, f'curl --header "PRIVATE-TOKEN: {GITLAB}" https://gitlab.example.com/api/v4/projects'),
     ("stripe_key", STRIPE, f"billing hook configured with {STRIPE}"),
     ("jwt", JWT, f"requests: GET /v1/jobs Authorization=Bearer {JWT}"),
     ("wandb_api_key", WANDB, f"wandb: WANDB_API_KEY={WANDB}"),
@@ -95,17 +101,30 @@ CORPUS: list[tuple[str, str, str]] = [
     ("password", WANDB, f"machine api.wandb.ai\n  login user\n  password {WANDB}\n"),
     ("url_password", PASSWORD, f"sqlalchemy: connecting to postgresql://trainer:{PASSWORD}@db.internal:5432/runs"),
     ("secret", "k8s-" + _rand(20, seed=17), "CLIENT_SECRET=k8s-" + _rand(20, seed=17)),
-    ("token", "tok" + _rand(20, seed=18),
-     "https://storage.example.com/ckpt.tar?token=tok" + _rand(20, seed=18) + "&x=1"),
+    (
+        "token",
+        "tok" + _rand(20, seed=18),
+        "https://storage.example.com/ckpt.tar?token=tok" + _rand(20, seed=18) + "&x=1",
+    ),
     ("token", _rand(30, seed=19), "MY_SERVICE_TOKEN=" + _rand(30, seed=19)),
     ("api_key", _rand(30, seed=20), "DATADOG_API_KEY=" + _rand(30, seed=20)),
     ("auth_header", "dXNlcjpwYXNzd29yZA==", "> Authorization: Basic dXNlcjpwYXNzd29yZA=="),
     ("private_key", PEM_BODY.split("\n")[0], f"cat ~/.ssl/key.pem\n{PEM}\ndone"),
     ("ssh_private_key", SSH_BODY.split("\n")[1], f"id_ed25519:\n{SSH}\n"),
-    ("gcp_private_key_id", SA_KEY_ID,
-     f'{{"type": "service_account", "project_id": "p", "private_key_id": "{SA_KEY_ID}",'),
-    ("private_key", SA_BODY, '"private_key": "-----BEGIN ' + 'PRIVATE KEY-----\\n' + SA_BODY
-     + '\\n-----END ' + 'PRIVATE KEY-----\\n", "client_email": "sa@proj.iam.gserviceaccount.com"'),
+    (
+        "gcp_private_key_id",
+        SA_KEY_ID,
+        f'{{"type": "service_account", "project_id": "p", "private_key_id": "{SA_KEY_ID}",',
+    ),
+    (
+        "private_key",
+        SA_BODY,
+        '"private_key": "-----BEGIN '
+        + "PRIVATE KEY-----\\n"
+        + SA_BODY
+        + "\\n-----END "
+        + 'PRIVATE KEY-----\\n", "client_email": "sa@proj.iam.gserviceaccount.com"',
+    ),
     ("email", "alice.smith@example.com", "Job 4812 submitted by alice.smith@example.com on partition gpu"),
 ]
 
@@ -148,8 +167,10 @@ GOOGLE_APPLICATION_CREDENTIALS=/secrets/sa.json NCCL_IB_HCA=mlx5_0,mlx5_1 CUDA_V
 @contextmanager
 def _deadline(seconds: int) -> Iterator[None]:
     """Fail (not hang) when a regex goes quadratic: sre checks for signals while it matches."""
+
     def _boom(signum: int, frame: object) -> None:
         raise TimeoutError(f"redaction took longer than {seconds}s")
+
     old = signal.signal(signal.SIGALRM, _boom)
     signal.alarm(seconds)
     try:
@@ -173,23 +194,30 @@ def test_no_secret_substring_survives_the_whole_corpus_at_once() -> None:
     out = Redactor(hosts=True, ips=True).redact(text)
     for _, secret, _ in CORPUS:
         assert secret not in out
-        for chunk in (secret[i:i + 12] for i in range(0, max(1, len(secret) - 12), 6)):  # nor a piece of one
+        for chunk in (secret[i : i + 12] for i in range(0, max(1, len(secret) - 12), 6)):  # nor a piece of one
             assert len(chunk) < 12 or chunk not in out, chunk
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_random_tokens_of_each_shape(seed: int) -> None:
-    tokens = ["gh" + "o_" + _rand(36, seed=seed), "hf" + "_" + _rand(34, string.ascii_letters, seed=seed),
-              "sk-" + _rand(48, seed=seed), "AKIA" + _rand(16, string.ascii_uppercase + string.digits, seed=seed),
-              "gl" + "pat-" + _rand(20, seed=seed), "AIza" + _rand(35, ALNUM + "_-", seed=seed)]
+    tokens = [
+        "gh" + "o_" + _rand(36, seed=seed),
+        "hf" + "_" + _rand(34, string.ascii_letters, seed=seed),
+        "sk-" + _rand(48, seed=seed),
+        "AKIA" + _rand(16, string.ascii_uppercase + string.digits, seed=seed),
+        "gl" + "pat-" + _rand(20, seed=seed),
+        "AIza" + _rand(35, ALNUM + "_-", seed=seed),
+    ]
     out = Redactor().redact(" | ".join(f"v{i}: {t}" for i, t in enumerate(tokens)))
     assert not any(t in out for t in tokens), out
 
 
 def test_only_the_value_goes_keys_schemes_users_and_hosts_stay() -> None:
     r = Redactor()
-    assert r.redact(f"postgres://trainer:{PASSWORD}@db.internal:5432/x") == \
-        "postgres://trainer:[REDACTED:url_password]@db.internal:5432/x"
+    assert (
+        r.redact(f"postgres://trainer:{PASSWORD}@db.internal:5432/x")
+        == "postgres://trainer:[REDACTED:url_password]@db.internal:5432/x"
+    )
     assert r.redact(f"HF_TOKEN={HF} WANDB_MODE=online") == "HF_TOKEN=[REDACTED:hf_token] WANDB_MODE=online"
     assert r.redact(f'"password": "{PASSWORD}", "user": "bob"') == '"password": "[REDACTED:password]", "user": "bob"'
     assert r.redact(f"-H 'Authorization: Bearer {_rand(40)}'") == "-H 'Authorization: Bearer [REDACTED:auth_header]'"
@@ -211,9 +239,25 @@ def test_benign_training_logs_stay_byte_identical() -> None:
 def test_hosts_and_ips_spare_benign_words() -> None:
     r = Redactor(hosts=True, ips=True)
     out = r.redact(BENIGN)
-    for word in ("float16", "sm_80", "cuda12", "Rank 3", "train.py", "cuda:0", "GPU0", "gpu_0", "mlx5_0", "ib0",
-                 "GPU-5c1f2a3b-4d5e-6f70-8192-a3b4c5d6e7f8", "MIG-0a1b2c3d-4e5f", "8.9.2.26", "2.18.5+cuda12.2",
-                 "0x7f3a2c01b200", "github.com", "--node_rank=0"):
+    for word in (
+        "float16",
+        "sm_80",
+        "cuda12",
+        "Rank 3",
+        "train.py",
+        "cuda:0",
+        "GPU0",
+        "gpu_0",
+        "mlx5_0",
+        "ib0",
+        "GPU-5c1f2a3b-4d5e-6f70-8192-a3b4c5d6e7f8",
+        "MIG-0a1b2c3d-4e5f",
+        "8.9.2.26",
+        "2.18.5+cuda12.2",
+        "0x7f3a2c01b200",
+        "github.com",
+        "--node_rank=0",
+    ):
         assert word in out, word
     assert "node17" not in out and "dgx-042" not in out and "10.12.3.17" not in out
     assert r.restore(out) == BENIGN
@@ -222,8 +266,10 @@ def test_hosts_and_ips_spare_benign_words() -> None:
 def test_pseudonyms_are_consistent_across_lines_and_calls_and_restore_inverts_them() -> None:
     r = Redactor(hosts=True, ips=True)
     a = "node17:2841:2859 [3] NCCL INFO OOB ib0:10.12.3.17<0>\nsrun: error: Node failure on gpu-a100-017\n"
-    b = ("rank 9 on node17 lost peer 10.12.3.17:29500; gpu-a100-017 drained; node17.cluster.internal unreachable; "
-         "ip-10-0-0-12 fe80::1a2b:3c4d:5e6f:7a8b node17-ib0 /logs/node17/rank3.log\n")
+    b = (
+        "rank 9 on node17 lost peer 10.12.3.17:29500; gpu-a100-017 drained; node17.cluster.internal unreachable; "
+        "ip-10-0-0-12 fe80::1a2b:3c4d:5e6f:7a8b node17-ib0 /logs/node17/rank3.log\n"
+    )
     out_a, out_b = r.redact(a), r.redact(b)
     host = out_a.split(":", 1)[0]
     assert re.fullmatch(r"host-\d+", host)
@@ -254,8 +300,10 @@ def test_secrets_and_emails_are_never_restorable() -> None:
 
 def test_known_hosts_are_pseudonymised_on_word_boundaries_only() -> None:
     r = Redactor(known_hosts=["trainbox", "node07.cluster.internal"])  # hosts=False: only these names
-    text = "trainbox:1:2 [0] NCCL INFO x; node07 failed; node070 and mynode07 and node07_x are others; node08 ok; " \
-           "trainbox.log rank3-node07 node07.cluster.internal"
+    text = (
+        "trainbox:1:2 [0] NCCL INFO x; node07 failed; node070 and mynode07 and node07_x are others; node08 ok; "
+        "trainbox.log rank3-node07 node07.cluster.internal"
+    )
     out = r.redact(text)
     assert "trainbox" not in out and re.search(r"(?<![\w-])node07(?![\w-])", out) is None
     for other in ("node070", "mynode07", "node07_x", "node08"):
@@ -266,11 +314,14 @@ def test_known_hosts_are_pseudonymised_on_word_boundaries_only() -> None:
 
 def test_hosts_named_only_by_context_are_learned_and_replaced_everywhere() -> None:
     r = Redactor(hosts=True)
-    out = r.redact("a100box:311:311 [0] NCCL INFO Bootstrap\nMASTER_ADDR=trainer3 ...\n"
-                   "later: a100box and trainer3 hang")
+    out = r.redact(
+        "a100box:311:311 [0] NCCL INFO Bootstrap\nMASTER_ADDR=trainer3 ...\nlater: a100box and trainer3 hang"
+    )
     assert "a100box" not in out and "trainer3" not in out
-    assert r.redact("Host: api.openai.com host=s3.us-west-2.amazonaws.com; s3://bucket") == \
-        "Host: api.openai.com host=s3.us-west-2.amazonaws.com; s3://bucket"
+    assert (
+        r.redact("Host: api.openai.com host=s3.us-west-2.amazonaws.com; s3://bucket")
+        == "Host: api.openai.com host=s3.us-west-2.amazonaws.com; s3://bucket"
+    )
     assert r.restore(out).endswith("later: a100box and trainer3 hang")
 
 
@@ -283,8 +334,10 @@ def test_loopback_and_version_numbers_are_not_ips() -> None:
 def test_emails_are_redacted_but_git_remotes_and_url_users_are_not() -> None:
     r = Redactor()
     assert r.redact("owner bob@corp.example.com") == "owner [REDACTED:email]"
-    assert r.redact("git@github.com:org/repo.git https://alice@git.example.com/r") == \
-        "git@github.com:org/repo.git https://alice@git.example.com/r"
+    assert (
+        r.redact("git@github.com:org/repo.git https://alice@git.example.com/r")
+        == "git@github.com:org/repo.git https://alice@git.example.com/r"
+    )
 
 
 def test_extra_patterns_redact_the_match_or_its_first_group() -> None:

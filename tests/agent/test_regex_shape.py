@@ -43,8 +43,14 @@ def test_the_derivers_own_classes_pass(cls: str) -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "literals"),
-    [("NCCL[ \\t]+WARN", 8), ("(?:CUDA|cuda) error", 10), ("(?:ab){3}", 6), ("a?bc", 2), (".*", 0),
-     ("(?:fatal|error)+ on gpu", 12)],
+    [
+        ("NCCL[ \\t]+WARN", 8),
+        ("(?:CUDA|cuda) error", 10),
+        ("(?:ab){3}", 6),
+        ("a?bc", 2),
+        (".*", 0),
+        ("(?:fatal|error)+ on gpu", 12),
+    ],
 )
 def test_required_literals(pattern: str, literals: int) -> None:
     parsed = regex_shape.parse(pattern)
@@ -53,8 +59,16 @@ def test_required_literals(pattern: str, literals: int) -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "word"),
-    [("(?=x)a", "lookahead"), ("(?!x)a", "lookahead"), ("(?<=x)a", "lookbehind"), ("(?<!x)a", "lookbehind"),
-     (r"(a)\1", "backreference"), ("(?P<n>a)(?P=n)", "backreference"), ("(?>ab)c", "atomic"), ("a++b", "atomic")],
+    [
+        ("(?=x)a", "lookahead"),
+        ("(?!x)a", "lookahead"),
+        ("(?<=x)a", "lookbehind"),
+        ("(?<!x)a", "lookbehind"),
+        (r"(a)\1", "backreference"),
+        ("(?P<n>a)(?P=n)", "backreference"),
+        ("(?>ab)c", "atomic"),
+        ("a++b", "atomic"),
+    ],
 )
 def test_unsupported_constructs_are_named(pattern: str, word: str) -> None:
     parsed = regex_shape.parse(pattern)

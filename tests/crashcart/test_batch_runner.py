@@ -26,8 +26,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three small generated jobs, one with a truncated gzip, one with a binary file, one with an empty logs/."""
     root = tmp_path_factory.mktemp("tree")
     for seed, (name, scenario) in enumerate((("hw", "xid79"), ("ib", "ib_link"), ("oom", "gpu_oom"))):
-        generate_job(root / name, JobSpec(nodes=2, total_mb=0.3, scenario=scenario, fault_node=1, seed=seed,
-                                          start=START))
+        generate_job(
+            root / name, JobSpec(nodes=2, total_mb=0.3, scenario=scenario, fault_node=1, seed=seed, start=START)
+        )
     text = gzip.compress(b"2025-03-01 10:00:00 INFO step 1 loss 2.0\n" * 5000)
     (root / "badgz" / "logs").mkdir(parents=True)
     (root / "badgz" / "logs" / "node00.log.gz").write_bytes(text[: len(text) // 2])
@@ -124,8 +125,9 @@ def _dies_on_boom(job: BatchJob, key: str) -> BatchResult:
 def test_a_job_that_kills_its_worker_is_isolated_and_the_rest_complete() -> None:
     todo = [(BatchJob(job_id=i), "k") for i in ("a", "b", "boom", "c", "d", "e")]
     seen: list[tuple[int, int]] = []
-    results = list(triage_jobs(todo, workers=2, fn=_dies_on_boom, context="fork",
-                               progress=lambda d, t: seen.append((d, t))))
+    results = list(
+        triage_jobs(todo, workers=2, fn=_dies_on_boom, context="fork", progress=lambda d, t: seen.append((d, t)))
+    )
     status = {r.job.job_id: r.status for r in results}
     assert status == {"a": "ok", "b": "ok", "boom": "error", "c": "ok", "d": "ok", "e": "ok"}
     assert "worker process died" in (next(r for r in results if r.job.job_id == "boom").error or "")

@@ -42,6 +42,7 @@ def rows_by_name() -> dict[str, SacctRow]:
 
 # -- sacct --parsable2 ---------------------------------------------------------------------------------------
 
+
 def test_parse_recorded_sacct() -> None:
     rows = parse_sacct(recorded("sacct_failed_nodefail.txt"))
     got = [(r.job_id, r.job_id_raw, r.name, r.state, r.exit_code, r.nodes, r.gpus, r.elapsed_s) for r in rows]
@@ -64,51 +65,68 @@ def test_parse_recorded_sacct() -> None:
 
 def test_parse_skips_a_header_and_keeps_free_text_whole() -> None:
     assert [r.job_id for r in parse_sacct(recorded("sacct_all_header.txt"))][:2] == ["17039281", "17039282"]
-    text = ("7|7|wrap|FAILED|2:0|ann|n[1-2]|gres/gpu:a100=4|5|Unknown|None|/w|logs=/w/a.log|"
-            "sbatch --wrap grep x | sort\n"  # a pipe inside SubmitLine
-            "8|8|two|FAILED|1:0|ann|n3|cpu=1|5|2026-01-01T00:00:00|2026-01-01T00:00:05|/w||sbatch --wrap echo a\n"
-            "echo b\n")  # a newline inside SubmitLine
+    text = (
+        "7|7|wrap|FAILED|2:0|ann|n[1-2]|gres/gpu:a100=4|5|Unknown|None|/w|logs=/w/a.log|"
+        "sbatch --wrap grep x | sort\n"  # a pipe inside SubmitLine
+        "8|8|two|FAILED|1:0|ann|n3|cpu=1|5|2026-01-01T00:00:00|2026-01-01T00:00:05|/w||sbatch --wrap echo a\n"
+        "echo b\n"
+    )  # a newline inside SubmitLine
     first, second = parse_sacct(text)
     assert (first.submit_line, first.nodes, first.gpus, first.start, first.end) == (
-        "sbatch --wrap grep x | sort", ["n1", "n2"], 4, None, None)
+        "sbatch --wrap grep x | sort",
+        ["n1", "n2"],
+        4,
+        None,
+        None,
+    )
     assert second.submit_line == "sbatch --wrap echo a\necho b"
 
 
-@pytest.mark.parametrize(("tres", "gpus"), [
-    ("billing=1,cpu=1,gres/gpu:h100=2,gres/gpu=2,mem=256M,node=1", 2),  # recorded: typed and untyped both
-    ("gres/gpu=8", 8),
-    ("gres/gpu:h100=8", 8),
-    ("gres/gpu:a100=2,gres/gpu:h100=4", 6),  # typed only: their sum
-    ("gres/gpu:nvidia_h100_80gb_hbm3=8,node=1", 8),
-    ("gres/gpumem=80G,gres/gpuutil=100", 0),  # other TRES that start with "gpu"
-    ("billing=1,cpu=1,mem=256M,node=1", 0),
-    ("", 0),
-])
+@pytest.mark.parametrize(
+    ("tres", "gpus"),
+    [
+        ("billing=1,cpu=1,gres/gpu:h100=2,gres/gpu=2,mem=256M,node=1", 2),  # recorded: typed and untyped both
+        ("gres/gpu=8", 8),
+        ("gres/gpu:h100=8", 8),
+        ("gres/gpu:a100=2,gres/gpu:h100=4", 6),  # typed only: their sum
+        ("gres/gpu:nvidia_h100_80gb_hbm3=8,node=1", 8),
+        ("gres/gpumem=80G,gres/gpuutil=100", 0),  # other TRES that start with "gpu"
+        ("billing=1,cpu=1,mem=256M,node=1", 0),
+        ("", 0),
+    ],
+)
 def test_gpus_from_alloc_tres(tres: str, gpus: int) -> None:
     assert tres_gpus(tres) == gpus
 
 
 # -- hostlists -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("hostlist", "hosts"), [
-    ("node[01-03,07]", ["node01", "node02", "node03", "node07"]),
-    ("gpu-a[1-2]-b[3-4]", ["gpu-a1-b3", "gpu-a1-b4", "gpu-a2-b3", "gpu-a2-b4"]),
-    ("a,b[8-11],c[099-101]", ["a", "b8", "b9", "b10", "b11", "c099", "c100", "c101"]),
-    ("rack1-n[1-2],x", ["rack1-n1", "rack1-n2", "x"]),
-    ("vm", ["vm"]),
-    ("None assigned", []),
-    ("", []),
-])
+
+@pytest.mark.parametrize(
+    ("hostlist", "hosts"),
+    [
+        ("node[01-03,07]", ["node01", "node02", "node03", "node07"]),
+        ("gpu-a[1-2]-b[3-4]", ["gpu-a1-b3", "gpu-a1-b4", "gpu-a2-b3", "gpu-a2-b4"]),
+        ("a,b[8-11],c[099-101]", ["a", "b8", "b9", "b10", "b11", "c099", "c100", "c101"]),
+        ("rack1-n[1-2],x", ["rack1-n1", "rack1-n2", "x"]),
+        ("vm", ["vm"]),
+        ("None assigned", []),
+        ("", []),
+    ],
+)
 def test_expand_hostlist(hostlist: str, hosts: list[str]) -> None:
     assert expand_hostlist(hostlist) == hosts  # tests/slurm checks the same table against `scontrol show hostnames`
 
 
-@pytest.mark.parametrize(("hostlist", "message"), [
-    ("n[1-2", "unbalanced brackets in hostlist 'n[1-2'"),
-    ("n[a-b]", "bad range 'a-b' in hostlist 'n[a-b]'"),
-    ("n[3-1]", "descending range '3-1'"),
-    ("n[1-99999999]", "names more than 100000 hosts"),
-])
+@pytest.mark.parametrize(
+    ("hostlist", "message"),
+    [
+        ("n[1-2", "unbalanced brackets in hostlist 'n[1-2'"),
+        ("n[a-b]", "bad range 'a-b' in hostlist 'n[a-b]'"),
+        ("n[3-1]", "descending range '3-1'"),
+        ("n[1-99999999]", "names more than 100000 hosts"),
+    ],
+)
 def test_bad_hostlists_name_the_text(hostlist: str, message: str) -> None:
     with pytest.raises(InputError, match=message.replace("[", r"\[")):
         expand_hostlist(hostlist)
@@ -116,29 +134,36 @@ def test_bad_hostlists_name_the_text(hostlist: str, message: str) -> None:
 
 # -- output paths --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("row", "pattern", "expanded"), [
-    ("train-oom", "logs/%x-%j.out", "logs/train-oom-17039282.out"),
-    ("data-oom", "host-%N-%u-%j.log", "host-vm-root-17039286.log"),  # what Slurm wrote (tests/slurm)
-    ("17039284_1", "slurm-%A_%a.out", "slurm-17039284_1.out"),
-    ("17039284_1", "%j %J %5a %b", "17039289 17039289 00001 1"),  # %j is the task's own id
-    ("train-oom", "%A %a %J %s %t %n", "17039282 4294967294 17039282 batch 0 0"),  # measured on 22.05
-    ("train-oom", "100%%-%q", "100%-%q"),  # %% is %, an unknown letter stays
-    ("train-oom", "raw\\%j.out", "raw%j.out"),  # a backslash turns patterns off
-])
+
+@pytest.mark.parametrize(
+    ("row", "pattern", "expanded"),
+    [
+        ("train-oom", "logs/%x-%j.out", "logs/train-oom-17039282.out"),
+        ("data-oom", "host-%N-%u-%j.log", "host-vm-root-17039286.log"),  # what Slurm wrote (tests/slurm)
+        ("17039284_1", "slurm-%A_%a.out", "slurm-17039284_1.out"),
+        ("17039284_1", "%j %J %5a %b", "17039289 17039289 00001 1"),  # %j is the task's own id
+        ("train-oom", "%A %a %J %s %t %n", "17039282 4294967294 17039282 batch 0 0"),  # measured on 22.05
+        ("train-oom", "100%%-%q", "100%-%q"),  # %% is %, an unknown letter stays
+        ("train-oom", "raw\\%j.out", "raw%j.out"),  # a backslash turns patterns off
+    ],
+)
 def test_expand_pattern(row: str, pattern: str, expanded: str) -> None:
     assert expand_pattern(pattern, rows_by_name()[row]) == expanded
 
 
-@pytest.mark.parametrize(("line", "options"), [
-    ("sbatch -o out.log train.sh", {"output": "out.log"}),
-    ("sbatch --output=o.log --error=e.log train.sh", {"output": "o.log", "error": "e.log"}),
-    ("sbatch --output o.log -eerr.log train.sh", {"output": "o.log", "error": "err.log"}),
-    ("/usr/bin/sbatch --parsable --exclusive -J x -N 2 -o a.log t.sh", {"output": "a.log"}),  # flags take no value
-    ("sbatch train.sh -o theirs.log", {}),  # after the script: the script's own arguments
-    ("sbatch --wrap python train.py -o out.log", {}),  # quotes are lost in SubmitLine: stop at the wrap text
-    ("srun -o x.log python t.py", None),  # not sbatch: output went to a terminal
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("line", "options"),
+    [
+        ("sbatch -o out.log train.sh", {"output": "out.log"}),
+        ("sbatch --output=o.log --error=e.log train.sh", {"output": "o.log", "error": "e.log"}),
+        ("sbatch --output o.log -eerr.log train.sh", {"output": "o.log", "error": "err.log"}),
+        ("/usr/bin/sbatch --parsable --exclusive -J x -N 2 -o a.log t.sh", {"output": "a.log"}),  # flags take no value
+        ("sbatch train.sh -o theirs.log", {}),  # after the script: the script's own arguments
+        ("sbatch --wrap python train.py -o out.log", {}),  # quotes are lost in SubmitLine: stop at the wrap text
+        ("srun -o x.log python t.py", None),  # not sbatch: output went to a terminal
+        ("", None),
+    ],
+)
 def test_submit_line_options(line: str, options: dict[str, str] | None) -> None:
     assert submit_line_options(line) == options
 
@@ -149,16 +174,22 @@ def test_script_options_from_recorded_batch_script() -> None:
     assert script_options("#!/bin/sh\n#SBATCH -o a.log\necho hi\n#SBATCH -e late.log\n") == {"output": "a.log"}
 
 
-@pytest.mark.parametrize(("row", "script", "paths"), [
-    ("train-oom", "", [JOBS / "logs/train-oom-17039282.out"]),
-    ("train-timeout", "", [JOBS / "slurm-17039281.out"]),
-    ("17039284_2", "", [JOBS / "slurm-17039284_2.out"]),  # array default names %A_%a
-    ("train-nccl", "", [JOBS / "slurm-17039283.out"]),  # its -o/-e are in the script only
-    ("train-nccl", "#SBATCH --output=%x_%j.out\n#SBATCH --error=%x_%j.err\n",
-     [JOBS / "train-nccl_17039283.out", JOBS / "train-nccl_17039283.err"]),
-    ("train-timeout", "#SBATCH -o from-script.log\n", [JOBS / "from-script.log"]),
-    ("train-oom", "#SBATCH -o from-script.log\n", [JOBS / "logs/train-oom-17039282.out"]),  # command line wins
-])
+@pytest.mark.parametrize(
+    ("row", "script", "paths"),
+    [
+        ("train-oom", "", [JOBS / "logs/train-oom-17039282.out"]),
+        ("train-timeout", "", [JOBS / "slurm-17039281.out"]),
+        ("17039284_2", "", [JOBS / "slurm-17039284_2.out"]),  # array default names %A_%a
+        ("train-nccl", "", [JOBS / "slurm-17039283.out"]),  # its -o/-e are in the script only
+        (
+            "train-nccl",
+            "#SBATCH --output=%x_%j.out\n#SBATCH --error=%x_%j.err\n",
+            [JOBS / "train-nccl_17039283.out", JOBS / "train-nccl_17039283.err"],
+        ),
+        ("train-timeout", "#SBATCH -o from-script.log\n", [JOBS / "from-script.log"]),
+        ("train-oom", "#SBATCH -o from-script.log\n", [JOBS / "logs/train-oom-17039282.out"]),  # command line wins
+    ],
+)
 def test_derived_paths(row: str, script: str, paths: list[Path]) -> None:
     assert derived_paths(rows_by_name()[row], script) == paths
 
@@ -170,13 +201,16 @@ def test_derived_paths_drop_dev_null_and_non_sbatch_jobs() -> None:
     assert derived_paths(row.model_copy(update={"work_dir": ""})) == []  # relative, nothing to resolve against
 
 
-@pytest.mark.parametrize(("comment", "paths"), [
-    ("/scratch/run7/logs", [Path("/scratch/run7/logs")]),
-    ("logs=/a/out.log; ckpt=/a/ckpt", [Path("/a/out.log"), Path("/a/ckpt")]),
-    ("/a.log,/b.log", [Path("/a.log"), Path("/b.log")]),
-    ("llama 70B sweep, lr=3e-4", []),
-    ("", []),
-])
+@pytest.mark.parametrize(
+    ("comment", "paths"),
+    [
+        ("/scratch/run7/logs", [Path("/scratch/run7/logs")]),
+        ("logs=/a/out.log; ckpt=/a/ckpt", [Path("/a/out.log"), Path("/a/ckpt")]),
+        ("/a.log,/b.log", [Path("/a.log"), Path("/b.log")]),
+        ("llama 70B sweep, lr=3e-4", []),
+        ("", []),
+    ],
+)
 def test_comment_paths(comment: str, paths: list[Path]) -> None:
     assert comment_paths(comment) == paths
 
@@ -188,11 +222,14 @@ def test_parse_recorded_scontrol() -> None:
     assert jobs["17039286"]["StdOut"] == f"{JOBS}/host-%N-root-17039286.log"  # 22.05 leaves %N
     assert scontrol_paths(jobs["17039286"], rows_by_name()["data-oom"]) == [JOBS / "host-vm-root-17039286.log"]
     assert scontrol_paths(jobs["17039283"], rows_by_name()["train-nccl"]) == [
-        JOBS / "train-nccl_17039283.out", JOBS / "train-nccl_17039283.err"]
+        JOBS / "train-nccl_17039283.out",
+        JOBS / "train-nccl_17039283.err",
+    ]
     assert parse_scontrol("No jobs in the system\n") == {}
 
 
 # -- slurm_jobs / slurm_job_logs with a fake runner replaying the recordings -----------------------------------
+
 
 class Replay:
     """Stands in for subprocess.run: answers sacct / scontrol with recorded text moved under `root`."""
@@ -216,9 +253,18 @@ class Replay:
 
 def _make_logs(root: Path) -> Path:
     jobs = root / "jobs"
-    for rel in ("logs/train-oom-17039282.out", "train-nccl_17039283.out", "train-nccl_17039283.err",
-                "cancel/slurm-17039285.out", "host-vm-root-17039286.log", "slurm-17039281.out",
-                "slurm-17039284_1.out", "slurm-17039284_2.out", "slurm-17039290.out", "slurm-17039287.out"):
+    for rel in (
+        "logs/train-oom-17039282.out",
+        "train-nccl_17039283.out",
+        "train-nccl_17039283.err",
+        "cancel/slurm-17039285.out",
+        "host-vm-root-17039286.log",
+        "slurm-17039281.out",
+        "slurm-17039284_1.out",
+        "slurm-17039284_2.out",
+        "slurm-17039290.out",
+        "slurm-17039287.out",
+    ):
         (jobs / rel).parent.mkdir(parents=True, exist_ok=True)
         (jobs / rel).write_text("log\n")
     return jobs
@@ -228,9 +274,19 @@ def test_slurm_jobs_from_recorded_sacct_without_scontrol(tmp_path: Path) -> None
     jobs_dir, replay = _make_logs(tmp_path), Replay(tmp_path)
     jobs = {j.job_id: j for j in slurm_jobs(since="2026-12-01T07:00:00", until="now", runner=replay)}
     assert replay.calls[0] == [
-        "sacct", "--parsable2", "--noheader", "--allocations", "--starttime", "2026-12-01T07:00:00", "--endtime",
-        "now", "--state", "FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED", "--format",
-        "JobID,JobIDRaw,JobName,State,ExitCode,User,NodeList,AllocTRES,ElapsedRaw,Start,End,WorkDir,Comment,SubmitLine"]
+        "sacct",
+        "--parsable2",
+        "--noheader",
+        "--allocations",
+        "--starttime",
+        "2026-12-01T07:00:00",
+        "--endtime",
+        "now",
+        "--state",
+        "FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED",
+        "--format",
+        "JobID,JobIDRaw,JobName,State,ExitCode,User,NodeList,AllocTRES,ElapsedRaw,Start,End,WorkDir,Comment,SubmitLine",
+    ]
     assert {k: v.log_paths for k, v in jobs.items()} == {
         "17039281": [jobs_dir / "slurm-17039281.out"],
         "17039282": [jobs_dir / "logs/train-oom-17039282.out"],  # -o on the command line
@@ -245,7 +301,13 @@ def test_slurm_jobs_from_recorded_sacct_without_scontrol(tmp_path: Path) -> None
     assert [c for c in replay.calls if "--batch-script" in c] == [["sacct", "--batch-script", "--jobs", "17039283"]]
     nccl = jobs["17039283"]
     assert (nccl.name, nccl.state, nccl.nodes, nccl.gpus, nccl.elapsed_s, nccl.exit_code) == (
-        "train-nccl", "FAILED", ["vm"], 4, 2.0, "1:0")
+        "train-nccl",
+        "FAILED",
+        ["vm"],
+        4,
+        2.0,
+        "1:0",
+    )
 
 
 def test_slurm_jobs_prefers_scontrol_and_filters_states(tmp_path: Path) -> None:
@@ -290,11 +352,13 @@ def test_slurm_job_logs_for_the_bot(tmp_path: Path) -> None:
 
 # -- errors ----------------------------------------------------------------------------------------------------
 
+
 def _failing(exc: BaseException | None = None, rc: int = 1, stderr: str = ""):
     def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         if exc is not None:
             raise exc
         return subprocess.CompletedProcess(argv, rc, "", stderr)
+
     return run
 
 
@@ -310,16 +374,20 @@ def test_sacct_failing_reports_its_first_stderr_line() -> None:
     rc, stderr = recorded("sacct_error.txt").split("\n", 1)  # "exit 1", then what sacct printed
     with pytest.raises(InputError) as err:
         slurm_jobs(since="yesterday-ish", runner=_failing(rc=int(rc.split()[1]), stderr=stderr + "second line\n"))
-    assert str(err.value) == ("sacct failed (exit 1): Invalid time specification (pos=0): yesterday-ish; "
-                              "check that `sacct` works on this node")
+    assert str(err.value) == (
+        "sacct failed (exit 1): Invalid time specification (pos=0): yesterday-ish; "
+        "check that `sacct` works on this node"
+    )
 
 
 def test_sacct_without_a_slurm_config_reports_the_fatal_line() -> None:
     rc, stderr = recorded("sacct_no_config.txt").split("\n", 1)  # real: a node with no slurm.conf
     with pytest.raises(InputError) as err:
         slurm_jobs(runner=_failing(rc=int(rc.split()[1]), stderr=stderr))
-    assert str(err.value) == ("sacct failed (exit 1): sacct: fatal: Could not establish a configuration source; "
-                              "check that `sacct` works on this node")
+    assert str(err.value) == (
+        "sacct failed (exit 1): sacct: fatal: Could not establish a configuration source; "
+        "check that `sacct` works on this node"
+    )
 
 
 def test_sacct_hanging() -> None:

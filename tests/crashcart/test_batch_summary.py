@@ -19,13 +19,28 @@ from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def _ok(job_id: str, cls: str, nodes: list[str], gpus: int, elapsed_s: float, by: str = "rules",
-        at: datetime = T0, size: int = 1_000_000) -> BatchResult:
+def _ok(
+    job_id: str,
+    cls: str,
+    nodes: list[str],
+    gpus: int,
+    elapsed_s: float,
+    by: str = "rules",
+    at: datetime = T0,
+    size: int = 1_000_000,
+) -> BatchResult:
     fc = FailureClass(cls)
-    d = Diagnosis(failure_class=fc, action=DEFAULT_ACTION[fc], confidence=0.9, summary=cls, faulty_nodes=nodes,
-                  decided_by=by)
-    return BatchResult(job=BatchJob(job_id=job_id, gpus=gpus, elapsed_s=elapsed_s), status="ok", diagnosis=d,
-                       bytes=size, seconds=2.0, triaged_at=at)
+    d = Diagnosis(
+        failure_class=fc, action=DEFAULT_ACTION[fc], confidence=0.9, summary=cls, faulty_nodes=nodes, decided_by=by
+    )
+    return BatchResult(
+        job=BatchJob(job_id=job_id, gpus=gpus, elapsed_s=elapsed_s),
+        status="ok",
+        diagnosis=d,
+        bytes=size,
+        seconds=2.0,
+        triaged_at=at,
+    )
 
 
 # job  class            faulty   GPUs x hours = GPU-hours   decided by
@@ -46,8 +61,14 @@ RESULTS = [
     _ok("e", "gpu_hardware", ["node03"], 16, 900, at=T0 - timedelta(days=1)),
     _ok("f", "unknown", [], 8, 450, by="none", at=T0 - timedelta(days=1)),
     _ok("g", "loss_divergence", [], 8, 3600, by="memory"),
-    BatchResult(job=BatchJob(job_id="h", gpus=16, elapsed_s=3600), status="error", error="h.log.gz: corrupt gzip",
-                bytes=500_000, seconds=0.5, triaged_at=T0),
+    BatchResult(
+        job=BatchJob(job_id="h", gpus=16, elapsed_s=3600),
+        status="error",
+        error="h.log.gz: corrupt gzip",
+        bytes=500_000,
+        seconds=0.5,
+        triaged_at=T0,
+    ),
     BatchResult(job=BatchJob(job_id="i"), status="no_logs", error="no log files", triaged_at=T0),
 ]
 TRIAGED_HOURS = 64 + 16 + 8 + 4 + 4 + 1 + 8  # 105
@@ -56,8 +77,14 @@ TRIAGED_HOURS = 64 + 16 + 8 + 4 + 4 + 1 + 8  # 105
 def test_classes_by_gpu_hours_with_shares() -> None:
     s = summarise(RESULTS)
     got = [(c.failure_class.value, c.jobs, c.gpu_hours) for c in s.classes]
-    assert got == [("gpu_hardware", 2, 68.0), ("network", 1, 16.0), ("code_bug", 1, 8.0),
-                   ("loss_divergence", 1, 8.0), ("gpu_oom", 1, 4.0), ("unknown", 1, 1.0)]
+    assert got == [
+        ("gpu_hardware", 2, 68.0),
+        ("network", 1, 16.0),
+        ("code_bug", 1, 8.0),
+        ("loss_divergence", 1, 8.0),
+        ("gpu_oom", 1, 4.0),
+        ("unknown", 1, 1.0),
+    ]
     hw = s.classes[0]
     assert hw.job_share == round(2 / 7, 4) and hw.gpu_hour_share == round(68 / TRIAGED_HOURS, 4)
     assert hw.infrastructure and not s.classes[2].infrastructure
@@ -75,7 +102,11 @@ def test_infrastructure_weighs_more_by_gpu_hours_than_by_count() -> None:
 def test_deciders_map_none_to_unknown() -> None:
     s = summarise(RESULTS)
     assert [(d.decided_by, d.jobs, d.share) for d in s.deciders] == [
-        ("rules", 5, round(5 / 7, 4)), ("memory", 1, round(1 / 7, 4)), ("llm", 0, 0.0), ("unknown", 1, round(1 / 7, 4))]
+        ("rules", 5, round(5 / 7, 4)),
+        ("memory", 1, round(1 / 7, 4)),
+        ("llm", 0, 0.0),
+        ("unknown", 1, round(1 / 7, 4)),
+    ]
 
 
 def test_repeat_offenders_count_infrastructure_jobs_only() -> None:
@@ -84,8 +115,9 @@ def test_repeat_offenders_count_infrastructure_jobs_only() -> None:
     o = s.offenders[0]
     assert (o.node, o.jobs, o.job_ids, o.gpu_hours) == ("node07", 2, ["a", "b"], 80.0)
     assert [c.value for c in o.classes] == ["gpu_hardware", "network"]
-    assert o.drain == ("scontrol update NodeName=node07 State=DRAIN "
-                       "Reason='crashcart: 2 failed jobs (gpu_hardware, network)'")
+    assert o.drain == (
+        "scontrol update NodeName=node07 State=DRAIN Reason='crashcart: 2 failed jobs (gpu_hardware, network)'"
+    )
 
 
 def test_offender_node_names_are_shell_quoted() -> None:
@@ -121,9 +153,19 @@ def test_csv_json_and_markdown_agree() -> None:
     s = summarise(RESULTS, since=T0, wall_s=30.0)
     rows = list(csv.DictReader(io.StringIO(to_csv(RESULTS))))
     assert list(rows[0]) == CSV_COLUMNS and len(rows) == 9
-    assert rows[0] == {"job_id": "a", "state": "", "class": "gpu_hardware", "action": "drain_node_and_retry",
-                       "decided_by": "rules", "faulty_nodes": "node07", "gpus": "64", "elapsed_s": "3600.0",
-                       "gpu_hours": "64.0", "status": "ok", "error": ""}
+    assert rows[0] == {
+        "job_id": "a",
+        "state": "",
+        "class": "gpu_hardware",
+        "action": "drain_node_and_retry",
+        "decided_by": "rules",
+        "faulty_nodes": "node07",
+        "gpus": "64",
+        "elapsed_s": "3600.0",
+        "gpu_hours": "64.0",
+        "status": "ok",
+        "error": "",
+    }
     assert rows[5]["decided_by"] == "unknown" and rows[7]["status"] == "error" and "gzip" in rows[7]["error"]
     data = json.loads(to_json(s, RESULTS))
     BatchOutput.model_validate(data)  # the JSON contract round-trips

@@ -22,8 +22,10 @@ def _write(path: Path, text: str = "2025-03-01 10:00:00 INFO step 1 loss 2.0\n")
 
 
 def test_generated_jobs_take_gpus_nodes_and_elapsed_from_the_manifest(tmp_path: Path) -> None:
-    made = generate_job(tmp_path / "team" / "a", JobSpec(nodes=3, gpus_per_node=4, total_mb=0.2, scenario="ecc",
-                                                         fault_node=1, start=START, hostname="gpu-{}"))
+    made = generate_job(
+        tmp_path / "team" / "a",
+        JobSpec(nodes=3, gpus_per_node=4, total_mb=0.2, scenario="ecc", fault_node=1, start=START, hostname="gpu-{}"),
+    )
     generate_job(tmp_path / "team" / "b", JobSpec(nodes=2, total_mb=0.2, scenario="ecc", seed=2))  # no start
     a, b = discover_jobs(tmp_path)
     assert (a.job_id, b.job_id) == ("team/a", "team/b")
@@ -42,13 +44,29 @@ def test_job_json_gives_metadata_and_is_not_a_log(tmp_path: Path) -> None:
     _write(job / "ranks" / "rank_3.out")
     _write(job / ".hidden.log")
     _write(job / "model.pt", "not a log")
-    (job / "job.json").write_text(json.dumps({
-        "name": "gpt", "state": "NODE_FAIL", "nodes": ["node01", "node02"], "gpus": 16,
-        "start": "2025-03-01T08:00:00Z", "end": "2025-03-01T10:30:00Z", "exit_code": "1:0"}))
+    (job / "job.json").write_text(
+        json.dumps(
+            {
+                "name": "gpt",
+                "state": "NODE_FAIL",
+                "nodes": ["node01", "node02"],
+                "gpus": 16,
+                "start": "2025-03-01T08:00:00Z",
+                "end": "2025-03-01T10:30:00Z",
+                "exit_code": "1:0",
+            }
+        )
+    )
     (job / "manifest.json").write_text(json.dumps({"spec": {"nodes": 99, "gpus_per_node": 8}}))  # job.json wins
     [j] = discover_jobs(tmp_path)
-    assert (j.job_id, j.name, j.state, j.gpus, j.elapsed_s, j.exit_code) == ("runs/gpt-7b", "gpt", "NODE_FAIL", 16,
-                                                                             9000.0, "1:0")
+    assert (j.job_id, j.name, j.state, j.gpus, j.elapsed_s, j.exit_code) == (
+        "runs/gpt-7b",
+        "gpt",
+        "NODE_FAIL",
+        16,
+        9000.0,
+        "1:0",
+    )
     assert j.gpu_hours == 40.0
     assert [p.relative_to(job).as_posix() for p in j.log_paths] == ["node01.log", "ranks/rank_3.out"]
 

@@ -55,8 +55,11 @@ def test_a_diagnosis_is_confirmed_once(tmp_path: Path) -> None:
     cache, memory = ReportCache(tmp_path), MemoryIncidentStore()
     report_id = cache.save(_report(), "slurm:42")
     saved, incident = confirm_diagnosis(cache, memory, report_id, "UBOB")
-    assert (incident.failure_class, incident.provenance.job, incident.provenance.confirmed_by) == \
-        (FailureClass.STORAGE, "slurm:42", "slack:UBOB")
+    assert (incident.failure_class, incident.provenance.job, incident.provenance.confirmed_by) == (
+        FailureClass.STORAGE,
+        "slurm:42",
+        "slack:UBOB",
+    )
     assert saved.incident_id == incident.id and memory.get(incident.id) == incident
     with pytest.raises(InputError, match=f"already confirmed by slack:UBOB \\(incident {incident.id}\\)"):
         confirm_diagnosis(cache, memory, report_id, "UALICE", FailureClass.NETWORK)

@@ -27,13 +27,18 @@ OOM = """2026-03-01 10:00:01 INFO step 10 loss 2.1
 def _answer() -> str:
     """The scripted model's answer: node_failure, citing paste.log:3, and a proposed rule."""
     answer = {
-        "failure_class": "node_failure", "action": "drain_node_and_retry",
-        "evidence": [{"file": "paste.log", "line": 3}], "faulty_nodes": [], "stage": "training",
+        "failure_class": "node_failure",
+        "action": "drain_node_and_retry",
+        "evidence": [{"file": "paste.log", "line": 3}],
+        "faulty_nodes": [],
+        "stage": "training",
         "rationale": "The scheduler lost quorum with a host and gave up the step. The host is gone.",
         "mitigation": ["Drain the host named in the quorum-loss line and restart from the last checkpoint."],
-        "proposed_rule": {"regex": r"zeta-scheduler: giving up on step \d+ after quorum loss on host",
-                          "failure_class": "node_failure",
-                          "why": "zeta-scheduler gives up when a host leaves the quorum"},
+        "proposed_rule": {
+            "regex": r"zeta-scheduler: giving up on step \d+ after quorum loss on host",
+            "failure_class": "node_failure",
+            "why": "zeta-scheduler gives up when a host leaves the quorum",
+        },
     }
     return "```json\n" + json.dumps(answer) + "\n```"
 
@@ -127,12 +132,14 @@ def test_paths_outside_the_roots_are_refused_in_one_line(make_bot, bot_logs: Pat
     (bot_logs / "sub").mkdir()
     (bot_logs / "sub" / "link.log").symlink_to(tmp_path / "secret.log")
     bot = make_bot()
-    for ask, said in [("/etc/shadow", "/etc/shadow is outside the log roots"),
-                      ("../secret.log", "../secret.log is outside the log roots"),
-                      (f"{bot_logs}/../secret.log", "secret.log is outside the log roots"),
-                      ("escape.log", "escape.log is outside the log roots"),
-                      ("sub/", "sub/ holds a symlink out of the log roots (link.log)"),
-                      ("nope/none.log", "no such file or folder under the log roots: nope/none.log")]:
+    for ask, said in [
+        ("/etc/shadow", "/etc/shadow is outside the log roots"),
+        ("../secret.log", "../secret.log is outside the log roots"),
+        (f"{bot_logs}/../secret.log", "secret.log is outside the log roots"),
+        ("escape.log", "escape.log is outside the log roots"),
+        ("sub/", "sub/ holds a symlink out of the log roots (link.log)"),
+        ("nope/none.log", "no such file or folder under the log roots: nope/none.log"),
+    ]:
         bot.mention(ask)
         assert said in _one_line(bot.next_post()), ask
     assert not bot.api.downloads
@@ -160,8 +167,9 @@ def test_an_uploaded_log_is_downloaded_with_the_token_and_triaged(make_bot) -> N
     assert len(bot.api.downloads) == 1
 
 
-def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(make_bot, bot_logs: Path, tmp_path: Path, slurm_stubs,
-                                                             monkeypatch) -> None:
+def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(
+    make_bot, bot_logs: Path, tmp_path: Path, slurm_stubs, monkeypatch
+) -> None:
     """The real crashcart.batch.slurm, against sacct/scontrol stubs replaying what Slurm 22.05 printed."""
     cluster = bot_logs / "slurm0"  # the recording cluster's folder, moved under the bot's log root
     log = cluster / "jobs" / "logs" / "train-oom-17039282.out"  # scontrol's StdOut for job 17039282
@@ -170,12 +178,15 @@ def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(make_bot, bot_logs: 
     outside = tmp_path / "elsewhere" / "secret.log"
     outside.parent.mkdir()
     outside.write_text("not the bot's to read\n")
-    slurm_stubs.stub("sacct", {
-        "--jobs 13": f"13|13|peek|FAILED|1:0|ann|vm|cpu=1|5|2026-12-01T07:01:13|2026-12-01T07:01:18|/w|{outside}|"
-                     "sbatch peek.sh\n",  # its comment names a log outside the roots
-        "--jobs 77": "77|77|odd|FAILED|1:0|ann|vm|cpu=1|soon|Unknown|Unknown|/w||sbatch odd.sh\n",  # unparsable
-        "": recorded("sacct_failed_nodefail.txt", cluster),
-    })
+    slurm_stubs.stub(
+        "sacct",
+        {
+            "--jobs 13": f"13|13|peek|FAILED|1:0|ann|vm|cpu=1|5|2026-12-01T07:01:13|2026-12-01T07:01:18|/w|{outside}|"
+            "sbatch peek.sh\n",  # its comment names a log outside the roots
+            "--jobs 77": "77|77|odd|FAILED|1:0|ann|vm|cpu=1|soon|Unknown|Unknown|/w||sbatch odd.sh\n",  # unparsable
+            "": recorded("sacct_failed_nodefail.txt", cluster),
+        },
+    )
     slurm_stubs.stub("scontrol", recorded("scontrol_show_job.txt", cluster))
     bot = make_bot()
     bot.mention("job 17039282")
@@ -183,14 +194,17 @@ def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(make_bot, bot_logs: 
     bot.mention("13")
     assert f"{outside} is outside the log roots" in _one_line(bot.next_post())
     bot.mention("77")
-    assert _one_line(bot.next_post()) == (":warning: could not find the logs of Slurm job 77 (ValueError: invalid "
-                                          "literal for int() with base 10: 'soon'); give the job's log path instead")
+    assert _one_line(bot.next_post()) == (
+        ":warning: could not find the logs of Slurm job 77 (ValueError: invalid "
+        "literal for int() with base 10: 'soon'); give the job's log path instead"
+    )
     bot.mention("99")
     assert "job 99 not found in Slurm accounting: check the id with `sacct -j 99`" in _one_line(bot.next_post())
     fields = ",".join(SACCT_FIELDS)
     assert slurm_stubs.calls("sacct") == [
         ["--parsable2", "--noheader", "--allocations", "--jobs", job, "--format", fields]
-        for job in ("17039282", "13", "77", "99")]
+        for job in ("17039282", "13", "77", "99")
+    ]
     assert slurm_stubs.calls("scontrol") == [["--oneliner", "show", "job", job] for job in ("17039282", "13")]
 
     monkeypatch.setenv("PATH", str(tmp_path / "bin-without-slurm"))  # Slurm is not installed here
@@ -214,8 +228,15 @@ def test_slash_command_acks_at_once_and_answers_in_a_thread(make_bot, bot_logs: 
 def test_a_direct_message_is_answered_in_its_thread(make_bot, bot_logs: Path) -> None:
     (bot_logs / "rank3.log").write_text(OOM)
     bot = make_bot()
-    event = {"type": "message", "channel_type": "im", "user": "UASKER", "text": "rank3.log", "ts": "1.000001",
-             "channel": "DTEST", "event_ts": "1.000001"}
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "UASKER",
+        "text": "rank3.log",
+        "ts": "1.000001",
+        "channel": "DTEST",
+        "event_ts": "1.000001",
+    }
     assert bot.send(event_body(event)).status == 200
     reply = bot.next_post()
     assert (reply.params["channel"], reply.params["thread_ts"]) == ("DTEST", "1.000001")
@@ -228,8 +249,9 @@ def test_errors_reply_in_one_line_and_the_app_keeps_serving(make_bot, bot_logs: 
     real = bot_app.triage
     monkeypatch.setattr(bot_app, "triage", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("disk\non fire")))
     bot.mention("rank3.log")
-    assert _one_line(bot.next_post()) == (":boom: internal error: RuntimeError: disk on fire "
-                                          "(the bot's log has the traceback)")
+    assert _one_line(bot.next_post()) == (
+        ":boom: internal error: RuntimeError: disk on fire (the bot's log has the traceback)"
+    )
     bot.mention("hello there")
     assert "ask me about a failed job" in _one_line(bot.next_post())
     bot.api.fail("chat.postMessage", "channel_not_found")  # a failing post is logged, not raised
@@ -255,7 +277,17 @@ def test_socket_mode_requests_need_no_signature(make_bot, bot_logs: Path) -> Non
     """What SocketModeHandler hands the app: the payload as a dict, mode socket_mode, no HTTP headers."""
     (bot_logs / "rank3.log").write_text(OOM)
     bot = make_bot()
-    event = json.loads(event_body({"type": "app_mention", "user": "U1", "text": "<@UCRASHBOT> rank3.log",
-                                   "ts": "5.000001", "channel": CHANNEL, "event_ts": "5.000001"}))
+    event = json.loads(
+        event_body(
+            {
+                "type": "app_mention",
+                "user": "U1",
+                "text": "<@UCRASHBOT> rank3.log",
+                "ts": "5.000001",
+                "channel": CHANNEL,
+                "event_ts": "5.000001",
+            }
+        )
+    )
     assert bot.app.dispatch(BoltRequest(body=event, mode="socket_mode")).status == 200
     assert "gpu_oom" in bot.next_post().params["text"]

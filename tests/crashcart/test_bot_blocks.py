@@ -30,14 +30,17 @@ from crashcart.knowledge.taxonomy import Action, FailureClass
 HOSTILE = "NCCL WARN <!channel> <!here|here> <@U0ADMIN> <https://evil.example.com|click> @everyone ```x``` &amp;"
 
 
-@pytest.mark.parametrize(("raw", "shown"), [
-    ("<!channel>", "&lt;!channel&gt;"),
-    ("<@U123ABC> hi", "&lt;@U123ABC&gt; hi"),
-    ("<!subteam^S123>", "&lt;!subteam^S123&gt;"),
-    ("a & b", "a &amp; b"),
-    ("ping @here and @Channel", "ping @\u200bhere and @\u200bChannel"),
-    ("user@heredoc.com", "user@heredoc.com"),
-])
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("<!channel>", "&lt;!channel&gt;"),
+        ("<@U123ABC> hi", "&lt;@U123ABC&gt; hi"),
+        ("<!subteam^S123>", "&lt;!subteam^S123&gt;"),
+        ("a & b", "a &amp; b"),
+        ("ping @here and @Channel", "ping @\u200bhere and @\u200bChannel"),
+        ("user@heredoc.com", "user@heredoc.com"),
+    ],
+)
 def test_escape(raw: str, shown: str) -> None:
     assert escape(raw) == shown
 
@@ -51,18 +54,45 @@ def test_errors_are_one_escaped_line() -> None:
 
 
 def _report(failure_class: FailureClass = FailureClass.GPU_HARDWARE, n: int = 1, width: int = 80) -> Report:
-    evidence = [Evidence(file=f"node{i:02d}<@U1>.log", line=i, text=(HOSTILE + " ") * (width // 80 + 1), node="n7")
-                for i in range(n)]
-    similar = [SimilarIncident(id=f"inc-{i}", similarity=0.9, failure_class=failure_class, action=Action.RETRY,
-                               resolution="drained <!channel>" * 20, job="job <@U2>", created_at=datetime(2026, 1, 1))
-               for i in range(n)]
-    proposals = [RuleProposal(id=f"prop-{i:010x}", pattern="x" * width, failure_class=FailureClass.NETWORK,
-                              explanation="an explanation <!channel>", examples=["x"], origin="llm", model="m",
-                              job="j") for i in range(n)]
-    diagnosis = Diagnosis(failure_class=failure_class, action=Action.DRAIN_NODE_AND_RETRY, confidence=0.9,
-                          summary="GPU fell off the bus " + HOSTILE, faulty_nodes=["node07<!here>"],
-                          evidence=evidence, mitigation=[f"step {i} " + HOSTILE * (width // 80) for i in range(n)],
-                          similar=similar)
+    evidence = [
+        Evidence(file=f"node{i:02d}<@U1>.log", line=i, text=(HOSTILE + " ") * (width // 80 + 1), node="n7")
+        for i in range(n)
+    ]
+    similar = [
+        SimilarIncident(
+            id=f"inc-{i}",
+            similarity=0.9,
+            failure_class=failure_class,
+            action=Action.RETRY,
+            resolution="drained <!channel>" * 20,
+            job="job <@U2>",
+            created_at=datetime(2026, 1, 1),
+        )
+        for i in range(n)
+    ]
+    proposals = [
+        RuleProposal(
+            id=f"prop-{i:010x}",
+            pattern="x" * width,
+            failure_class=FailureClass.NETWORK,
+            explanation="an explanation <!channel>",
+            examples=["x"],
+            origin="llm",
+            model="m",
+            job="j",
+        )
+        for i in range(n)
+    ]
+    diagnosis = Diagnosis(
+        failure_class=failure_class,
+        action=Action.DRAIN_NODE_AND_RETRY,
+        confidence=0.9,
+        summary="GPU fell off the bus " + HOSTILE,
+        faulty_nodes=["node07<!here>"],
+        evidence=evidence,
+        mitigation=[f"step {i} " + HOSTILE * (width // 80) for i in range(n)],
+        similar=similar,
+    )
     stats = ScanStats(files=1, lines=10, bytes=1000, rule_hits=1, templates=1, seconds=0.1, mb_per_s=1.0)
     return Report(paths=["x"], diagnosis=diagnosis, stats=stats, proposals=proposals)
 
@@ -89,8 +119,10 @@ def test_a_huge_report_keeps_slacks_limits_and_pings_nobody() -> None:
 
 def test_small_report_layout() -> None:
     blocks = report_blocks(_report(n=1), "abc123")
-    assert blocks[0] == {"type": "header", "text": {"type": "plain_text",
-                                                    "text": "crashcart: gpu_hardware → drain_node_and_retry"}}
+    assert blocks[0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "crashcart: gpu_hardware → drain_node_and_retry"},
+    }
     text = "\n".join(t for _, t in _walk_texts(blocks))
     assert "*Where:* nodes: node07&lt;!here&gt;" in text
     assert "`node00&lt;@U1&gt;.log:0` (n7)\n```NCCL WARN &lt;!channel&gt;" in text
@@ -111,5 +143,8 @@ def test_with_note_replaces_only_the_buttons() -> None:
     blocks = report_blocks(_report(n=1), "abc123")
     noted = with_note(blocks, DIAGNOSIS_BLOCK, "done")
     assert len(noted) == len(blocks) and noted[:-2] == blocks[:-2] and noted[-1] == blocks[-1]
-    assert noted[-2] == {"type": "context", "block_id": DIAGNOSIS_BLOCK,
-                         "elements": [{"type": "mrkdwn", "text": "done"}]}
+    assert noted[-2] == {
+        "type": "context",
+        "block_id": DIAGNOSIS_BLOCK,
+        "elements": [{"type": "mrkdwn", "text": "done"}],
+    }

@@ -22,28 +22,31 @@ from crashcart.bot.requests import (
 from crashcart.knowledge.errors import InputError
 
 
-@pytest.mark.parametrize(("text", "ask"), [
-    ("<@UCRASHBOT> 123456", JobAsk(job_id="123456")),
-    ("<@UCRASHBOT|crashcart>   job 4242_3", JobAsk(job_id="4242_3")),
-    ("slurm job id: 77", JobAsk(job_id="77")),
-    ("`9001+1`", JobAsk(job_id="9001+1")),
-    ("<@UCRASHBOT> /data/logs/job1", PathAsk(path="/data/logs/job1")),
-    ("`/data/my logs/x`", PathAsk(path="/data/my logs/x")),
-    ("rank3.log", PathAsk(path="rank3.log")),
-    ("../../etc/shadow", PathAsk(path="../../etc/shadow")),
-    ("look: ```a &lt;b&gt; &amp;\nNCCL error```", PasteAsk(text="a <b> &\nNCCL error")),
-    ("```one``` and ```two```", PasteAsk(text="one\ntwo")),
-    ("line one\nsee <https://wiki.example.com/x|the wiki>", PasteAsk(text="line one\nsee the wiki")),
-    ("why did job 4242 fail?", JobAsk(job_id="4242")),
-    ("hey <@UCRASHBOT> what about `/scratch/run1/`?", PathAsk(path="/scratch/run1/")),
-    ("look at /scratch/run1.", PathAsk(path="/scratch/run1")),
-    ("compare 4242 with /scratch/run1", None),  # two asks in one: say how to ask instead
-    ("step 100 failed", None),
-    ("hello", None),
-    ("why did my job die?", None),
-    ("<@UCRASHBOT>", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("text", "ask"),
+    [
+        ("<@UCRASHBOT> 123456", JobAsk(job_id="123456")),
+        ("<@UCRASHBOT|crashcart>   job 4242_3", JobAsk(job_id="4242_3")),
+        ("slurm job id: 77", JobAsk(job_id="77")),
+        ("`9001+1`", JobAsk(job_id="9001+1")),
+        ("<@UCRASHBOT> /data/logs/job1", PathAsk(path="/data/logs/job1")),
+        ("`/data/my logs/x`", PathAsk(path="/data/my logs/x")),
+        ("rank3.log", PathAsk(path="rank3.log")),
+        ("../../etc/shadow", PathAsk(path="../../etc/shadow")),
+        ("look: ```a &lt;b&gt; &amp;\nNCCL error```", PasteAsk(text="a <b> &\nNCCL error")),
+        ("```one``` and ```two```", PasteAsk(text="one\ntwo")),
+        ("line one\nsee <https://wiki.example.com/x|the wiki>", PasteAsk(text="line one\nsee the wiki")),
+        ("why did job 4242 fail?", JobAsk(job_id="4242")),
+        ("hey <@UCRASHBOT> what about `/scratch/run1/`?", PathAsk(path="/scratch/run1/")),
+        ("look at /scratch/run1.", PathAsk(path="/scratch/run1")),
+        ("compare 4242 with /scratch/run1", None),  # two asks in one: say how to ask instead
+        ("step 100 failed", None),
+        ("hello", None),
+        ("why did my job die?", None),
+        ("<@UCRASHBOT>", None),
+        ("", None),
+    ],
+)
 def test_parse_ask(text: str, ask) -> None:
     assert parse_ask(text) == ask
 
@@ -64,26 +67,32 @@ def roots(tmp_path: Path) -> list[Path]:
     return [a, b]
 
 
-@pytest.mark.parametrize(("raw", "found"), [
-    ("job.log", "a/job.log"),
-    ("only-b.log", "b/only-b.log"),  # relative: tried under each root
-    ("to-b.log", "b/only-b.log"),
-    ("{a}/job.log", "a/job.log"),
-    ("{a}/../a/job.log", "a/job.log"),
-    ("{a}", "a"),
-])
+@pytest.mark.parametrize(
+    ("raw", "found"),
+    [
+        ("job.log", "a/job.log"),
+        ("only-b.log", "b/only-b.log"),  # relative: tried under each root
+        ("to-b.log", "b/only-b.log"),
+        ("{a}/job.log", "a/job.log"),
+        ("{a}/../a/job.log", "a/job.log"),
+        ("{a}", "a"),
+    ],
+)
 def test_safe_path_inside_the_roots(roots: list[Path], tmp_path: Path, raw: str, found: str) -> None:
     assert safe_path(raw.format(a=roots[0]), roots) == (tmp_path / found).resolve()
 
 
-@pytest.mark.parametrize(("raw", "said"), [
-    ("/etc/shadow", "/etc/shadow is outside the log roots this bot may read"),
-    ("../outside/secret.log", "is outside the log roots"),
-    ("{a}/../outside/secret.log", "is outside the log roots"),
-    ("~/secret.log", "give an absolute path under the log roots"),
-    ("job\0.log", "give an absolute path under the log roots"),
-    ("missing.log", "no such file or folder under the log roots: missing.log"),
-])
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ("/etc/shadow", "/etc/shadow is outside the log roots this bot may read"),
+        ("../outside/secret.log", "is outside the log roots"),
+        ("{a}/../outside/secret.log", "is outside the log roots"),
+        ("~/secret.log", "give an absolute path under the log roots"),
+        ("job\0.log", "give an absolute path under the log roots"),
+        ("missing.log", "no such file or folder under the log roots: missing.log"),
+    ],
+)
 def test_safe_path_refusals(roots: list[Path], raw: str, said: str) -> None:
     with pytest.raises(InputError, match=said.replace(".", r"\.")):
         safe_path(raw.format(a=roots[0]), roots)
@@ -110,17 +119,20 @@ def test_paste_limit(tmp_path: Path) -> None:
         write_paste(" \n", 10, tmp_path)
 
 
-@pytest.mark.parametrize(("url", "ok"), [
-    ("https://files.slack.com/files-pri/T1-F1/x.log", True),
-    ("https://slack.com/files-pri/T1-F1/x.log", True),
-    ("https://evil.example.com/x.log", False),
-    ("https://slack.com.evil.example.com/x.log", False),
-    ("https://notslack.com/x.log", False),
-    ("http://files.slack.com/x.log", False),  # no downgrade to plain HTTP
-    ("https://files.slack.com:8443/x.log", False),
-    ("file:///etc/shadow", False),
-    ("", False),
-])
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://files.slack.com/files-pri/T1-F1/x.log", True),
+        ("https://slack.com/files-pri/T1-F1/x.log", True),
+        ("https://evil.example.com/x.log", False),
+        ("https://slack.com.evil.example.com/x.log", False),
+        ("https://notslack.com/x.log", False),
+        ("http://files.slack.com/x.log", False),  # no downgrade to plain HTTP
+        ("https://files.slack.com:8443/x.log", False),
+        ("file:///etc/shadow", False),
+        ("", False),
+    ],
+)
 def test_downloads_only_from_the_api_host(url: str, ok: bool) -> None:
     assert allowed_url(url, "https://slack.com/api/") is ok
 

@@ -109,7 +109,9 @@ def test_debug_env_reraises(monkeypatch, tmp_path: Path) -> None:
 def test_console_script_runs_as_a_process(oom_log: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "crashcart.cli", "triage", str(oom_log), "--format", "json"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["diagnosis"]["failure_class"] == "gpu_oom"

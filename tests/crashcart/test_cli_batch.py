@@ -31,8 +31,10 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three jobs; node05 is named faulty by two infrastructure failures (a repeat offender)."""
     root = tmp_path_factory.mktemp("jobs")
     for seed, (name, scenario) in enumerate((("a", "xid79"), ("b", "ib_link"), ("c", "code_bug"))):
-        generate_job(root / "2025-03" / name, JobSpec(nodes=6, gpus_per_node=4, total_mb=0.4, scenario=scenario,
-                                                      fault_node=5, seed=seed, start=START))
+        generate_job(
+            root / "2025-03" / name,
+            JobSpec(nodes=6, gpus_per_node=4, total_mb=0.4, scenario=scenario, fault_node=5, seed=seed, start=START),
+        )
     return root
 
 
@@ -43,7 +45,10 @@ def test_json_csv_and_markdown_agree_and_a_rerun_resumes(cli, tree: Path, tmp_pa
     data = json.loads(out)  # stdout holds the JSON alone: the progress bar and the headline go to stderr
     summary, results = data["summary"], data["results"]
     assert {r["job"]["job_id"]: r["diagnosis"]["failure_class"] for r in results} == {
-        "2025-03/a": "gpu_hardware", "2025-03/b": "network", "2025-03/c": "code_bug"}
+        "2025-03/a": "gpu_hardware",
+        "2025-03/b": "network",
+        "2025-03/c": "code_bug",
+    }
     [offender] = summary["offenders"]
     assert (offender["node"], offender["jobs"]) == ("node05", 2)
     hours = sum(r["job"]["gpus"] * r["job"]["elapsed_s"] / 3600 for r in results[:2])
@@ -53,8 +58,9 @@ def test_json_csv_and_markdown_agree_and_a_rerun_resumes(cli, tree: Path, tmp_pa
     code, out, err = cli("batch", str(tree), "--results", db, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and "0 new, 3 unchanged" in err
-    from_json = [(r["job"]["job_id"], r["diagnosis"]["failure_class"], " ".join(r["diagnosis"]["faulty_nodes"]))
-                 for r in results]
+    from_json = [
+        (r["job"]["job_id"], r["diagnosis"]["failure_class"], " ".join(r["diagnosis"]["faulty_nodes"])) for r in results
+    ]
     assert [(r["job_id"], r["class"], r["faulty_nodes"]) for r in rows] == from_json
 
     md_file = tmp_path / "out" / "report.md"
@@ -81,8 +87,9 @@ def test_memory_store_reaches_the_workers(cli, tmp_path: Path) -> None:
     (job / "job.json").write_text('{"gpus": 8, "elapsed_s": 3600, "state": "FAILED"}')
     mem = str(tmp_path / "mem.db")
     assert cli("cases", "add", str(seen), "--class", "node_failure", "--memory", mem)[0] == 0
-    code, out, err = cli("batch", str(tmp_path / "tree"), "--results", str(tmp_path / "r.db"), "--memory", mem,
-                         "-f", "json")
+    code, out, err = cli(
+        "batch", str(tmp_path / "tree"), "--results", str(tmp_path / "r.db"), "--memory", mem, "-f", "json"
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["results"][0]["diagnosis"]["decided_by"] == "memory"
@@ -90,16 +97,22 @@ def test_memory_store_reaches_the_workers(cli, tmp_path: Path) -> None:
     assert [d["jobs"] for d in data["summary"]["deciders"]] == [0, 1, 0, 0]
 
 
-GPU_OOM = ("iteration      120/  10000 | lm loss: 3.214E+00\n"
-           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
-           "79.10 GiB of which 1.06 GiB is free.\n")
-NCCL_ERR = ("node07:1234:1290 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.8<44206> "
-            "with status=12 opcode=129 len=65536 vendor err 129 (Recv)\n"
-            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or "
-            "there was a network error, NCCL version 2.21.5\n")
-XID_79 = ("iteration      300/  10000 | lm loss: 2.981E+00\n"
-          "Apr 15 06:15:59 vm kernel: [269366.289309] NVRM: Xid (PCI:0000:1b:00): 79, pid=28536, name=python, "
-          "GPU has fallen off the bus.\n")
+GPU_OOM = (
+    "iteration      120/  10000 | lm loss: 3.214E+00\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+    "79.10 GiB of which 1.06 GiB is free.\n"
+)
+NCCL_ERR = (
+    "node07:1234:1290 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.8<44206> "
+    "with status=12 opcode=129 len=65536 vendor err 129 (Recv)\n"
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or "
+    "there was a network error, NCCL version 2.21.5\n"
+)
+XID_79 = (
+    "iteration      300/  10000 | lm loss: 2.981E+00\n"
+    "Apr 15 06:15:59 vm kernel: [269366.289309] NVRM: Xid (PCI:0000:1b:00): 79, pid=28536, name=python, "
+    "GPU has fallen off the bus.\n"
+)
 
 
 def test_slurm_jobs_come_from_sacct(cli, tmp_path: Path, slurm_stubs) -> None:
@@ -118,25 +131,47 @@ def test_slurm_jobs_come_from_sacct(cli, tmp_path: Path, slurm_stubs) -> None:
 
     cluster = tmp_path / "slurm0"  # the recording cluster's folder, moved here
     jobs = cluster / "jobs"
-    for rel, text in (("logs/train-oom-17039282.out", GPU_OOM), ("train-nccl_17039283.err", NCCL_ERR),
-                      ("train-nccl_17039283.out", "iteration 300/10000 | lm loss: 2.981E+00\n"),
-                      ("slurm-17039290.out", XID_79)):  # the array tasks' slurm-17039284_*.out are missing
+    for rel, text in (
+        ("logs/train-oom-17039282.out", GPU_OOM),
+        ("train-nccl_17039283.err", NCCL_ERR),
+        ("train-nccl_17039283.out", "iteration 300/10000 | lm loss: 2.981E+00\n"),
+        ("slurm-17039290.out", XID_79),
+    ):  # the array tasks' slurm-17039284_*.out are missing
         (jobs / rel).parent.mkdir(parents=True, exist_ok=True)
         (jobs / rel).write_text(text)
-    slurm_stubs.stub("sacct", {"--batch-script --jobs 17039283": recorded("sacct_batch_script.txt", cluster),
-                               "--batch-script": "",  # stored scripts of the other jobs: none
-                               "": recorded("sacct_failed_nodefail.txt", cluster)})
+    slurm_stubs.stub(
+        "sacct",
+        {
+            "--batch-script --jobs 17039283": recorded("sacct_batch_script.txt", cluster),
+            "--batch-script": "",  # stored scripts of the other jobs: none
+            "": recorded("sacct_failed_nodefail.txt", cluster),
+        },
+    )
     slurm_stubs.stub("scontrol", recorded("scontrol_show_job.txt", cluster))
-    code, out, err = cli("batch", "--slurm", "--since", "now-7days", "--states", "FAILED, NODE_FAIL",
-                         "--results", str(tmp_path / "s.db"), "-f", "csv")
+    code, out, err = cli(
+        "batch",
+        "--slurm",
+        "--since",
+        "now-7days",
+        "--states",
+        "FAILED, NODE_FAIL",
+        "--results",
+        str(tmp_path / "s.db"),
+        "-f",
+        "csv",
+    )
     assert code == 0, err
     first, *scripts = slurm_stubs.calls("sacct")
-    assert (first[first.index("--starttime") + 1], first[first.index("--state") + 1]) == ("now-7days",
-                                                                                         "FAILED,NODE_FAIL")
+    assert (first[first.index("--starttime") + 1], first[first.index("--state") + 1]) == (
+        "now-7days",
+        "FAILED,NODE_FAIL",
+    )
     assert scripts == [["--batch-script", "--jobs", job] for job in ("17039289", "17039284")]  # logs not found
     assert slurm_stubs.calls("scontrol") == [["--oneliner", "show", "job"]]
-    rows = [(r["job_id"], r["state"], r["class"], r["faulty_nodes"], r["gpus"], r["gpu_hours"], r["status"])
-            for r in csv.DictReader(io.StringIO(out))]
+    rows = [
+        (r["job_id"], r["state"], r["class"], r["faulty_nodes"], r["gpus"], r["gpu_hours"], r["status"])
+        for r in csv.DictReader(io.StringIO(out))
+    ]
     assert rows == [
         ("17039282", "FAILED", "gpu_oom", "", "2", "0.001", "ok"),  # scontrol's StdOut
         ("17039283", "FAILED", "network", "node07", "4", "0.002", "ok"),  # scontrol's StdOut and StdErr
@@ -146,27 +181,33 @@ def test_slurm_jobs_come_from_sacct(cli, tmp_path: Path, slurm_stubs) -> None:
     ]
 
 
-def test_slurm_missing_or_failing_is_one_line_and_exit_2(cli, tmp_path: Path, slurm_stubs,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slurm_missing_or_failing_is_one_line_and_exit_2(
+    cli, tmp_path: Path, slurm_stubs, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slurm_stubs.stub("sacct", Reply.recorded(recorded("sacct_no_config.txt")))  # a node with no slurm.conf
     code, out, err = cli("batch", "--slurm", "--results", str(tmp_path / "s.db"))
     assert (code, out) == (2, "")
-    assert err == ("crashcart: error: sacct failed (exit 1): sacct: fatal: Could not establish a configuration "
-                   "source; check that `sacct` works on this node\n")
+    assert err == (
+        "crashcart: error: sacct failed (exit 1): sacct: fatal: Could not establish a configuration "
+        "source; check that `sacct` works on this node\n"
+    )
     monkeypatch.setenv("PATH", str(tmp_path / "bin-without-slurm"))  # Slurm is not installed here
     code, out, err = cli("batch", "--slurm", "--results", str(tmp_path / "s.db"))
     assert (code, out, err) == (2, "", "crashcart: error: sacct not found: run on a Slurm login node or pass ROOT\n")
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([], "give a ROOT folder of job folders, or --slurm"),
-    (["{tree}", "--slurm"], "(not both)"),
-    (["{tree}", "--since", "2025-01-01"], "--since, --until and --states go with --slurm"),
-    (["{tmp}/missing"], "missing is not a folder: give the root of a tree"),
-    (["{tree}", "--memory", "{tmp}/nope.db"], "no store at {tmp}/nope.db: fix --memory"),
-    (["{tree}", "--rules", "{tmp}/nope.db"], "no store at {tmp}/nope.db: fix --rules"),
-    (["{tree}", "--results", "{tmp}"], "cannot open as a batch result store"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give a ROOT folder of job folders, or --slurm"),
+        (["{tree}", "--slurm"], "(not both)"),
+        (["{tree}", "--since", "2025-01-01"], "--since, --until and --states go with --slurm"),
+        (["{tmp}/missing"], "missing is not a folder: give the root of a tree"),
+        (["{tree}", "--memory", "{tmp}/nope.db"], "no store at {tmp}/nope.db: fix --memory"),
+        (["{tree}", "--rules", "{tmp}/nope.db"], "no store at {tmp}/nope.db: fix --rules"),
+        (["{tree}", "--results", "{tmp}"], "cannot open as a batch result store"),
+    ],
+)
 def test_errors_are_one_line_and_exit_2(cli, tree: Path, tmp_path: Path, args: list[str], message: str) -> None:
     code, out, err = cli("batch", *[a.format(tree=tree, tmp=tmp_path) for a in args])
     assert code == 2 and out == ""

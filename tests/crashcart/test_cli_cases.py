@@ -31,8 +31,19 @@ def test_memory_loop_add_triage_search_export_import(cli, tmp_path: Path) -> Non
     code, out, _ = cli("triage", first, "--format", "json", "--no-memory")
     assert json.loads(out)["diagnosis"]["failure_class"] == "unknown"  # no rule knows this scheduler
 
-    code, out, _ = cli("cases", "add", first, "--class", "node_failure", "--by", "alice",
-                       "--resolution", "drained the host, restarted", "--memory", db)
+    code, out, _ = cli(
+        "cases",
+        "add",
+        first,
+        "--class",
+        "node_failure",
+        "--by",
+        "alice",
+        "--resolution",
+        "drained the host, restarted",
+        "--memory",
+        db,
+    )
     assert code == 0 and out.startswith("added inc-")
     incident_id = out.split()[1].rstrip(":")
 

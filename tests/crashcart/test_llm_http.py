@@ -14,9 +14,16 @@ LOG = """2026-03-01 10:00:01 INFO step 100 loss 2.11
 
 
 def _answer(**extra: object) -> str:
-    return json.dumps({"failure_class": "node_failure", "action": "drain_node_and_retry",
-                       "evidence": [{"file": "job.log", "line": 2}], "faulty_nodes": [],
-                       "rationale": "A host left the scheduler's quorum.", **extra})
+    return json.dumps(
+        {
+            "failure_class": "node_failure",
+            "action": "drain_node_and_retry",
+            "evidence": [{"file": "job.log", "line": 2}],
+            "faulty_nodes": [],
+            "rationale": "A host left the scheduler's quorum.",
+            **extra,
+        }
+    )
 
 
 def test_triage_with_an_openai_compatible_server(tmp_path: Path, cli, openai_server, monkeypatch) -> None:
@@ -25,13 +32,25 @@ def test_triage_with_an_openai_compatible_server(tmp_path: Path, cli, openai_ser
     monkeypatch.setenv("CRASHCART_RULES", str(tmp_path / "rules.db"))
     monkeypatch.setenv("CRASHCART_MEMORY", str(tmp_path / "none.db"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
-    rule = {"regex": r"zeta-scheduler: giving up on step \d+ after quorum loss", "failure_class": "node_failure",
-            "why": "the scheduler gives up when a host leaves its quorum"}
-    openai_server.script([Fail(429, retry_after="0"), Reply(_answer(proposed_rule=rule), prompt_tokens=900,
-                                                           completion_tokens=120)])
+    rule = {
+        "regex": r"zeta-scheduler: giving up on step \d+ after quorum loss",
+        "failure_class": "node_failure",
+        "why": "the scheduler gives up when a host leaves its quorum",
+    }
+    openai_server.script(
+        [Fail(429, retry_after="0"), Reply(_answer(proposed_rule=rule), prompt_tokens=900, completion_tokens=120)]
+    )
 
-    code, out, err = cli("triage", str(log), "--format", "json", "--llm", "openai:local-test-model",
-                         "--llm-base-url", openai_server.base_url)
+    code, out, err = cli(
+        "triage",
+        str(log),
+        "--format",
+        "json",
+        "--llm",
+        "openai:local-test-model",
+        "--llm-base-url",
+        openai_server.base_url,
+    )
     assert code == 0, err
     report = json.loads(out)
     d = report["diagnosis"]
@@ -55,8 +74,17 @@ def test_an_unreachable_model_falls_back_to_rules(tmp_path: Path, cli, openai_se
     monkeypatch.setenv("CRASHCART_RULES", str(tmp_path / "rules.db"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
     openai_server.script([Fail(401, body={"error": {"message": "bad key"}})])
-    code, out, err = cli("triage", str(log), "--format", "json", "--no-memory", "--llm", "openai:m",
-                         "--llm-base-url", openai_server.base_url)
+    code, out, err = cli(
+        "triage",
+        str(log),
+        "--format",
+        "json",
+        "--no-memory",
+        "--llm",
+        "openai:m",
+        "--llm-base-url",
+        openai_server.base_url,
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["diagnosis"]["decided_by"] == "none" and report["llm"]["fallback"] is True

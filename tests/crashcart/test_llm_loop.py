@@ -27,8 +27,11 @@ def _answer(file: str, regex: str | None) -> str:
         "mitigation": ["Drain the host named in the quorum-loss line and restart from the last checkpoint."],
     }
     if regex:
-        answer["proposed_rule"] = {"regex": regex, "failure_class": "node_failure",
-                                   "why": "zeta-scheduler gives up when a host leaves the quorum"}
+        answer["proposed_rule"] = {
+            "regex": regex,
+            "failure_class": "node_failure",
+            "why": "zeta-scheduler gives up when a host leaves the quorum",
+        }
     return "```json\n" + json.dumps(answer) + "\n```"
 
 

@@ -55,12 +55,19 @@ def assert_matches_snapshot(data: dict[str, Any], name: str, update: bool) -> No
     want = path.read_text()
     if text == want:
         return
-    diff = list(difflib.unified_diff(want.splitlines(), text.splitlines(), f"{name} (snapshot)", f"{name} (this run)",
-                                     lineterm=""))
-    shown = diff[:MAX_DIFF_LINES] + ([f"... {len(diff) - MAX_DIFF_LINES} more diff lines"]
-                                     if len(diff) > MAX_DIFF_LINES else [])
-    pytest.fail(f"the report differs from {path.relative_to(REPO)}; if the change is meant, rerun with "
-                "--snapshot-update and commit the snapshot:\n" + "\n".join(shown), pytrace=False)
+    diff = list(
+        difflib.unified_diff(
+            want.splitlines(), text.splitlines(), f"{name} (snapshot)", f"{name} (this run)", lineterm=""
+        )
+    )
+    shown = diff[:MAX_DIFF_LINES] + (
+        [f"... {len(diff) - MAX_DIFF_LINES} more diff lines"] if len(diff) > MAX_DIFF_LINES else []
+    )
+    pytest.fail(
+        f"the report differs from {path.relative_to(REPO)}; if the change is meant, rerun with "
+        "--snapshot-update and commit the snapshot:\n" + "\n".join(shown),
+        pytrace=False,
+    )
 
 
 def test_xid79_report_matches_its_snapshot(cli, request: pytest.FixtureRequest) -> None:
@@ -72,7 +79,15 @@ def test_xid79_report_matches_its_snapshot(cli, request: pytest.FixtureRequest) 
 
 
 def test_mask_hides_what_changes_between_runs() -> None:
-    report = {"paths": [f"{REPO}/examples/x"], "stats": {"files": 3, "seconds": 0.52, "mb_per_s": 1.9},
-              "timings": {"scan": 0.29, "llm": 0.0}, "diagnosis": {"summary": f"see {REPO}/examples/x/a.log"}}
-    assert mask(report) == {"paths": ["examples/x"], "stats": {"files": 3, "seconds": MASK, "mb_per_s": MASK},
-                            "timings": {"scan": MASK, "llm": MASK}, "diagnosis": {"summary": "see examples/x/a.log"}}
+    report = {
+        "paths": [f"{REPO}/examples/x"],
+        "stats": {"files": 3, "seconds": 0.52, "mb_per_s": 1.9},
+        "timings": {"scan": 0.29, "llm": 0.0},
+        "diagnosis": {"summary": f"see {REPO}/examples/x/a.log"},
+    }
+    assert mask(report) == {
+        "paths": ["examples/x"],
+        "stats": {"files": 3, "seconds": MASK, "mb_per_s": MASK},
+        "timings": {"scan": MASK, "llm": MASK},
+        "diagnosis": {"summary": "see examples/x/a.log"},
+    }

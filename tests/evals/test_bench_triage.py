@@ -16,8 +16,16 @@ bench = importlib.util.module_from_spec(_SPEC)  # type: ignore[arg-type]
 sys.modules["bench_triage"] = bench
 _SPEC.loader.exec_module(bench)  # type: ignore[union-attr]
 
-JOB = {"path": "/j/logs", "files": 17, "log_bytes": 1_000_000_000, "disk_bytes": 1_000_000_000,
-       "rss_floor_mb": 15.0, "expected_class": "gpu_hardware", "expected_node": "node07", "scenario": "xid79"}
+JOB = {
+    "path": "/j/logs",
+    "files": 17,
+    "log_bytes": 1_000_000_000,
+    "disk_bytes": 1_000_000_000,
+    "rss_floor_mb": 15.0,
+    "expected_class": "gpu_hardware",
+    "expected_node": "node07",
+    "scenario": "xid79",
+}
 
 
 def _report(cls: str | None, nodes: list[str]) -> str:
@@ -42,10 +50,24 @@ def test_byte_limits_spread_over_files() -> None:
 
 def test_compose_results_rates_verdict_and_ratios() -> None:
     runs = {
-        "crashcart": {"wall_s": 10.0, "peak_rss_mb": 200.0, "exit_code": 0, "stdout": _report("gpu_hardware",
-                      ["node07"]), "stderr": ""},
-        "drain3": {"wall_s": 21.0, "peak_rss_mb": 100.0, "exit_code": 0, "stdout": "", "stderr": "",
-                   "bytes": 100_000_000, "lines": 5, "clusters": 3, "process_s": 20.0},
+        "crashcart": {
+            "wall_s": 10.0,
+            "peak_rss_mb": 200.0,
+            "exit_code": 0,
+            "stdout": _report("gpu_hardware", ["node07"]),
+            "stderr": "",
+        },
+        "drain3": {
+            "wall_s": 21.0,
+            "peak_rss_mb": 100.0,
+            "exit_code": 0,
+            "stdout": "",
+            "stderr": "",
+            "bytes": 100_000_000,
+            "lines": 5,
+            "clusters": 3,
+            "process_s": 20.0,
+        },
         "wc": {"wall_s": 0.5, "peak_rss_mb": 2.0, "exit_code": 0, "stdout": "", "stderr": ""},
     }
     res = bench.compose_results(JOB, runs)
@@ -62,12 +84,15 @@ def test_compose_results_rates_verdict_and_ratios() -> None:
     json.dumps(res)  # it is written as JSON as is
 
 
-@pytest.mark.parametrize("want,got,nodes,ok", [
-    (("gpu_hardware", "node07"), "gpu_hardware", ["node03"], (True, False)),
-    (("gpu_hardware", "node07"), "collective_timeout", ["node07", "node03"], (False, True)),
-    ((None, None), "unknown", [], (True, True)),
-    (("loss_divergence", None), "loss_divergence", ["node01"], (True, False)),
-])
+@pytest.mark.parametrize(
+    "want,got,nodes,ok",
+    [
+        (("gpu_hardware", "node07"), "gpu_hardware", ["node03"], (True, False)),
+        (("gpu_hardware", "node07"), "collective_timeout", ["node07", "node03"], (False, True)),
+        ((None, None), "unknown", [], (True, True)),
+        (("loss_divergence", None), "loss_divergence", ["node01"], (True, False)),
+    ],
+)
 def test_verdict(want: tuple, got: str, nodes: list[str], ok: tuple) -> None:
     job = {**JOB, "expected_class": want[0], "expected_node": want[1]}
     run = {"wall_s": 1.0, "peak_rss_mb": 1.0, "exit_code": 0, "stdout": _report(got, nodes), "stderr": ""}
@@ -85,10 +110,24 @@ def test_failed_triage_is_reported_not_crashed() -> None:
 
 def test_format_table() -> None:
     runs = {
-        "crashcart": {"wall_s": 10.0, "peak_rss_mb": 200.0, "exit_code": 0, "stdout": _report("gpu_hardware",
-                      ["node07"]), "stderr": ""},
-        "drain3": {"wall_s": 21.0, "peak_rss_mb": 100.0, "exit_code": 0, "stdout": "", "stderr": "",
-                   "bytes": 100_000_000, "lines": 5, "clusters": 3, "process_s": 20.0},
+        "crashcart": {
+            "wall_s": 10.0,
+            "peak_rss_mb": 200.0,
+            "exit_code": 0,
+            "stdout": _report("gpu_hardware", ["node07"]),
+            "stderr": "",
+        },
+        "drain3": {
+            "wall_s": 21.0,
+            "peak_rss_mb": 100.0,
+            "exit_code": 0,
+            "stdout": "",
+            "stderr": "",
+            "bytes": 100_000_000,
+            "lines": 5,
+            "clusters": 3,
+            "process_s": 20.0,
+        },
     }
     table = bench.format_table(bench.compose_results(JOB, runs))
     assert "expected: gpu_hardware on node07" in table
@@ -102,8 +141,9 @@ def test_job_files_sizes_and_drain3_worker(tmp_path: Path) -> None:
     logs.mkdir()
     (logs / "node00.log").write_text("step 1 loss 2.5\nstep 2 loss 2.4\n")
     (logs / "node01.log.gz").write_bytes(gzip.compress(b"step 1 loss 2.6\nstep 2 loss 2.3\nno newline"))
-    (tmp_path / "manifest.json").write_text(json.dumps({"files": [{"name": "logs/node00.log",
-                                                                   "uncompressed_bytes": 32}]}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"files": [{"name": "logs/node00.log", "uncompressed_bytes": 32}]})
+    )
     folder, files = bench.job_files(tmp_path)
     assert folder == logs and [f.name for f in files] == ["node00.log", "node01.log.gz"]
     assert bench.log_sizes(tmp_path, files, bench.load_manifest(tmp_path)) == [32, 42]

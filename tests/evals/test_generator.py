@@ -31,8 +31,11 @@ def _read(path: Path) -> str:
 
 
 def _glog_times(text: str, needle: str) -> list[datetime]:
-    return [datetime.strptime(m.group(1), "%m%d %H:%M:%S.%f")
-            for line in text.splitlines() if needle in line and (m := GLOG.search(line))]
+    return [
+        datetime.strptime(m.group(1), "%m%d %H:%M:%S.%f")
+        for line in text.splitlines()
+        if needle in line and (m := GLOG.search(line))
+    ]
 
 
 def test_per_node_layout_files_and_manifest(tmp_path: Path) -> None:
@@ -55,8 +58,10 @@ def test_per_node_layout_files_and_manifest(tmp_path: Path) -> None:
 def test_megatron_lines_look_real(tmp_path: Path) -> None:
     out, _ = _job(tmp_path)
     text = _read(out / LOGS / "node00.log")
-    iteration = (r"^\[default7\]: \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] iteration +\d+/ +\d+ \| consumed samples:"
-                 r" +\d+ \| elapsed time per iteration \(ms\): [\d.]+ \|.* lm loss: \d\.\d{6}E[+-]\d\d \|")
+    iteration = (
+        r"^\[default7\]: \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] iteration +\d+/ +\d+ \| consumed samples:"
+        r" +\d+ \| elapsed time per iteration \(ms\): [\d.]+ \|.* lm loss: \d\.\d{6}E[+-]\d\d \|"
+    )
     assert re.search(iteration, text, re.M)
     assert "  micro_batch_size ................................ 1" in text  # rank 0's args dump
     assert re.search(r"^\[default0\]:node00:\d+:\d+ \[0\] NCCL INFO Bootstrap : Using ib0:", text, re.M)
@@ -117,8 +122,12 @@ def test_per_rank_layout_without_torchrun_prefix(tmp_path: Path) -> None:
     names = {p.name for p in (out / LOGS).iterdir()}
     assert {f"rank_{r}.out" for r in range(32)} <= names and len(names) == 33
     slurm = _read(next((out / LOGS).glob("slurm-*.out")))
-    assert re.search(r"^\w{3} [ \d]\d \d\d:\d\d:\d\d node02 kernel: \[ *\d+\.\d{6}\] Out of memory: Killed process"
-                     r" \d+ \(python\)", slurm, re.M)
+    assert re.search(
+        r"^\w{3} [ \d]\d \d\d:\d\d:\d\d node02 kernel: \[ *\d+\.\d{6}\] Out of memory: Killed process"
+        r" \d+ \(python\)",
+        slurm,
+        re.M,
+    )
     assert "failed (exitcode: -9)" in slurm and "oom_kill event" in slurm
     assert not _read(out / LOGS / "rank_31.out").startswith("[default")
     assert 0.8 * 2e6 <= job.uncompressed_bytes <= 1.2 * 2e6
@@ -217,8 +226,26 @@ def test_refuses_a_foreign_folder_but_regenerates_its_own(tmp_path: Path) -> Non
 
 
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(tmp_path / "j"), "--nodes", "2", "--total-mb", "0.5", "--scenario", "ecc",
-                 "--fault-node", "1", "--layout", "slurm", "--seed", "3"]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "j"),
+                "--nodes",
+                "2",
+                "--total-mb",
+                "0.5",
+                "--scenario",
+                "ecc",
+                "--fault-node",
+                "1",
+                "--layout",
+                "slurm",
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "expected: gpu_hardware on node01" in printed and f"crashcart triage {tmp_path / 'j' / LOGS}" in printed
     assert main([str(tmp_path / "k"), "--nodes", "2", "--fault-node", "2"]) == 2

@@ -21,8 +21,16 @@ def _set(root: Path) -> Path:
         for kind, text, cls in (("quorum", RECURRING, "node_failure"), ("frob", OTHER, "data_error")):
             name = f"{kind}-{n}"
             (root / "cases" / f"{name}.log").write_text(text.format(i=n, s=100 + 37 * n, h=f"gpu-a{n}"))
-            labels.append({"id": name, "path": f"cases/{name}.log", "failure_class": cls, "action": "fix_job",
-                           "evidence": [], "faulty_nodes": []})
+            labels.append(
+                {
+                    "id": name,
+                    "path": f"cases/{name}.log",
+                    "failure_class": cls,
+                    "action": "fix_job",
+                    "evidence": [],
+                    "faulty_nodes": [],
+                }
+            )
     (root / "labels.jsonl").write_text("\n".join(json.dumps(x) for x in labels) + "\n")
     return root
 
@@ -59,13 +67,26 @@ def test_llm_mode_is_compared_on_the_same_cases(tmp_path: Path, fake_chat) -> No
     for n in range(3):
         for kind, cls in (("quorum", "node_failure"), ("frob", "data_error")):
             line = 2 if kind == "quorum" else 1
-            replies.append(json.dumps({"failure_class": cls, "action": "fix_job", "rationale": "seen in the log",
-                                       "evidence": [{"file": f"{kind}-{n}.log", "line": line}]}))
+            replies.append(
+                json.dumps(
+                    {
+                        "failure_class": cls,
+                        "action": "fix_job",
+                        "rationale": "seen in the log",
+                        "evidence": [{"file": f"{kind}-{n}.log", "line": line}],
+                    }
+                )
+            )
     report = evaluate_memory(root, k=2, llm=LLMSettings(model="custom:fake"), chat_model=fake_chat(replies))
     assert report.rules_memory_llm is not None and report.llm_usage is not None
     assert report.llm_usage.calls == 0  # memory settles every case: the model is not needed
-    report = evaluate_memory(root, k=2, llm=LLMSettings(model="custom:fake"), chat_model=fake_chat(replies),
-                             llm_options=LLMOptions(always=True))
+    report = evaluate_memory(
+        root,
+        k=2,
+        llm=LLMSettings(model="custom:fake"),
+        chat_model=fake_chat(replies),
+        llm_options=LLMOptions(always=True),
+    )
     assert report.llm_usage.consulted == 6 and report.llm_usage.calls == 6
     assert report.rules_memory_llm.accuracy == 1.0
     assert "rules + memory + LLM" in str(render_memory(report).renderables[0].columns[0]._cells)

@@ -55,9 +55,7 @@ def report():
                 predicted_action=DRAIN,
                 seconds=1.0,
             ),
-            CaseResult(
-                id="err-sto", expected_class=STO, expected_action=ESC, error="InputError: empty | file"
-            ),
+            CaseResult(id="err-sto", expected_class=STO, expected_action=ESC, error="InputError: empty | file"),
         ]
     )
 
@@ -80,9 +78,7 @@ def test_render_text() -> None:
     assert "0.400 / 0.250 / 1.000" in text  # mean / p50 / max seconds
     assert "failed triages" in text
     # per class: gpu_hardware P 1.00 R 0.50 F1 0.67, support 2
-    assert any(
-        "gpu_hardware" in ln and "1.00" in ln and "0.50" in ln and "0.67" in ln for ln in text.splitlines()
-    )
+    assert any("gpu_hardware" in ln and "1.00" in ln and "0.50" in ln and "0.67" in ln for ln in text.splitlines())
     # confusion rows are numbered; an error column appears because one triage failed
     assert "1 gpu_hardware" in text and "err" in text
     assert "bad-gh" in text and "err-sto" in text and "InputError: empty | file" in text
@@ -91,11 +87,7 @@ def test_render_text() -> None:
 
 def test_render_text_without_misses_has_no_miss_table() -> None:
     rep = compute_metrics(
-        [
-            CaseResult(
-                id="a", expected_class=GH, expected_action=DRAIN, predicted_class=GH, predicted_action=DRAIN
-            )
-        ]
+        [CaseResult(id="a", expected_class=GH, expected_action=DRAIN, predicted_class=GH, predicted_action=DRAIN)]
     )
     text = as_text(render_text(rep))
     assert "misclassified" not in text and "100.0%" in text
@@ -120,11 +112,7 @@ def test_render_markdown() -> None:
 
 def test_render_markdown_all_correct() -> None:
     rep = compute_metrics(
-        [
-            CaseResult(
-                id="a", expected_class=GH, expected_action=DRAIN, predicted_class=GH, predicted_action=DRAIN
-            )
-        ]
+        [CaseResult(id="a", expected_class=GH, expected_action=DRAIN, predicted_class=GH, predicted_action=DRAIN)]
     )
     md = render_markdown(rep)
     assert "## Misclassified (0)" in md and "None." in md

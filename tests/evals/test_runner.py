@@ -112,10 +112,7 @@ def test_evaluate_scores_each_case(tmp_path: Path) -> None:
     # nodes: ecc rank12 via faulty_ranks, ib node-b missed
     assert rep.faulty_node_cases == 2 and rep.faulty_node_hit_rate == pytest.approx(0.5)
     by_id = {r.id: r for r in rep.results}
-    assert (
-        by_id["empty"].error
-        == f"InputError: {tmp_path / 'cases' / 'empty.log'} is empty: nothing to diagnose"
-    )
+    assert by_id["empty"].error == f"InputError: {tmp_path / 'cases' / 'empty.log'} is empty: nothing to diagnose"
     assert by_id["empty"].predicted_class is None
     assert by_id["ecc"].predicted_faulty_ranks == [12]
     assert by_id["ib"].predicted_evidence == ["Watchdog caught collective operation timeout"]

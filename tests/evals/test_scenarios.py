@@ -35,9 +35,23 @@ def _load(tmp_path: Path, text: str):
 
 
 def test_the_shipped_table_loads_every_scenario() -> None:
-    assert [s.name for s in load_scenarios().scenarios] == list(SCENARIOS) == [
-        "xid79", "ecc", "ib_link", "gpu_oom", "host_oom", "nan_loss", "storage", "node_fail", "code_bug",
-        "timeout_only", "none"]
+    assert (
+        [s.name for s in load_scenarios().scenarios]
+        == list(SCENARIOS)
+        == [
+            "xid79",
+            "ecc",
+            "ib_link",
+            "gpu_oom",
+            "host_oom",
+            "nan_loss",
+            "storage",
+            "node_fail",
+            "code_bug",
+            "timeout_only",
+            "none",
+        ]
+    )
     assert SCENARIO_FILE.name == "scenarios.yaml" and SCENARIO_FILE.parent.name == "evals"
     assert SCENARIOS["none"].failure_class is None and SCENARIOS["xid79"].failure_class is FailureClass.GPU_HARDWARE
     assert SCENARIOS["timeout_only"].symptom_lines == TIMEOUT_SYMPTOMS
@@ -55,8 +69,11 @@ def test_fragments_expand_inline_and_as_whole_lines(tmp_path: Path) -> None:
 
 
 def test_a_folded_line_is_one_line_with_one_space(tmp_path: Path) -> None:
-    text = SMALL.replace("""- "[rank{rank}]: AttributeError: 'NoneType' object""", """- "[rank{rank}]: AttributeError:
-        'NoneType' object""")
+    text = SMALL.replace(
+        """- "[rank{rank}]: AttributeError: 'NoneType' object""",
+        """- "[rank{rank}]: AttributeError:
+        'NoneType' object""",
+    )
     (x,) = _load(tmp_path, text).scenarios
     assert x.root_lines[0] == "[rank{rank}]: AttributeError: 'NoneType' object has no attribute 'sum'"
 
@@ -64,8 +81,12 @@ def test_a_folded_line_is_one_line_with_one_space(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("- ${stack}", "- ${stacks}", r"unknown fragment \$\{stacks\} in '\$\{stacks\}'; define it under `fragments`,"
-                                      r" above its first use \(defined so far: torch, frames, stack\)"),
+        (
+            "- ${stack}",
+            "- ${stacks}",
+            r"unknown fragment \$\{stacks\} in '\$\{stacks\}'; define it under `fragments`,"
+            r" above its first use \(defined so far: torch, frames, stack\)",
+        ),
         ("- ${stack}", "- in ${stack}", r"\$\{stack\} is a list of lines: use it as a line of its own"),
         ("  - name: x", "  - name: x\n    failure_class: null\n  - name: x", r"scenario named twice: x"),
         ("{rank}]: Attr", "{rnk}]: Attr", r"uses an unknown placeholder or bad braces"),

@@ -28,15 +28,37 @@ from crashcart.knowledge.embeddings import (
 NCCL = "NCCL WARN NET/IB : Got completion from peer <IP> with status=<NUM> opcode=<NUM> vendor err <NUM> (Recv)"
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    (NCCL, ["nccl", "warn", "net", "ib", "got", "completion", "from", "peer", "with", "status", "opcode",
-            "vendor", "err", "recv"]),
-    ("rule:gpu.xid_79 rule:coll.watchdog_timeout", ["rule:gpu.xid_79", "rule:coll.watchdog_timeout"]),
-    ("CUDA out of memory. Tried to allocate <NUM> (GPU <NUM>)", ["cuda", "out", "of", "memory", "tried", "to",
-                                                                 "allocate", "gpu"]),
-    ("<NUM> <HEX> <PATH> <HOST>", []),
-    ("slurm_job_id=<NUM> node_list", ["slurm", "job", "id", "node", "list"]),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            NCCL,
+            [
+                "nccl",
+                "warn",
+                "net",
+                "ib",
+                "got",
+                "completion",
+                "from",
+                "peer",
+                "with",
+                "status",
+                "opcode",
+                "vendor",
+                "err",
+                "recv",
+            ],
+        ),
+        ("rule:gpu.xid_79 rule:coll.watchdog_timeout", ["rule:gpu.xid_79", "rule:coll.watchdog_timeout"]),
+        (
+            "CUDA out of memory. Tried to allocate <NUM> (GPU <NUM>)",
+            ["cuda", "out", "of", "memory", "tried", "to", "allocate", "gpu"],
+        ),
+        ("<NUM> <HEX> <PATH> <HOST>", []),
+        ("slurm_job_id=<NUM> node_list", ["slurm", "job", "id", "node", "list"]),
+    ],
+)
 def test_tokens_drop_placeholders_and_keep_rule_ids_whole(line: str, expected: list[str]) -> None:
     assert tokens(line) == expected
 
@@ -85,13 +107,16 @@ def test_similar_fingerprints_are_close_and_unrelated_ones_far() -> None:
 
 
 def test_vectors_are_identical_across_processes_with_different_hash_seeds() -> None:
-    script = ("import sys; from crashcart.knowledge.embeddings import HashingEmbedder; "
-              "sys.stdout.write(HashingEmbedder().embed([sys.argv[1]]).tobytes().hex())")
+    script = (
+        "import sys; from crashcart.knowledge.embeddings import HashingEmbedder; "
+        "sys.stdout.write(HashingEmbedder().embed([sys.argv[1]]).tobytes().hex())"
+    )
     outs = set()
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        run = subprocess.run([sys.executable, "-c", script, NCCL], capture_output=True, text=True, env=env,
-                             timeout=60, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", script, NCCL], capture_output=True, text=True, env=env, timeout=60, check=True
+        )
         outs.add(run.stdout)
     assert outs == {HashingEmbedder().embed([NCCL]).tobytes().hex()}
 
@@ -121,12 +146,15 @@ def test_throughput_is_well_above_what_triage_needs() -> None:
     assert time.perf_counter() - started < 1.0
 
 
-@pytest.mark.parametrize(("spec", "name", "dim"), [
-    ("hashing", "hashing:512:1-1", 512),
-    ("hashing:256", "hashing:256:1-1", 256),
-    ("hashing:1024:1-1", "hashing:1024:1-1", 1024),
-    ("hashing:64:1-2", "hashing:64:1-2", 64),
-])
+@pytest.mark.parametrize(
+    ("spec", "name", "dim"),
+    [
+        ("hashing", "hashing:512:1-1", 512),
+        ("hashing:256", "hashing:256:1-1", 256),
+        ("hashing:1024:1-1", "hashing:1024:1-1", 1024),
+        ("hashing:64:1-2", "hashing:64:1-2", 64),
+    ],
+)
 def test_get_embedder_parses_hashing_specs_and_names_round_trip(spec: str, name: str, dim: int) -> None:
     e = get_embedder(spec)
     assert (e.name, e.dim) == (name, dim)
@@ -139,8 +167,9 @@ def test_get_embedder_rejects_unknown_specs_naming_the_accepted_forms(spec: str)
         get_embedder(spec)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None,
-                    reason="sentence-transformers is installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is not None, reason="sentence-transformers is installed"
+)
 def test_sentence_transformer_without_the_package_names_the_install() -> None:
     with pytest.raises(RuntimeError, match="pip install sentence-transformers"):
         SentenceTransformerEmbedder("all-MiniLM-L6-v2")
@@ -162,10 +191,17 @@ class _Embeddings(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, **body})
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]}
-                for i, t in enumerate(inputs)]
-        payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
-                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(inputs)
+        ]
+        payload = json.dumps(
+            {
+                "object": "list",
+                "data": data[::-1],
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -198,7 +234,11 @@ def test_openai_embedder_orders_normalises_and_zeroes_empty_texts(embeddings_ser
     assert e.dim == 3
     sent = _Embeddings.requests[-1]
     assert (sent["path"], sent["model"], sent["input"], sent["encoding_format"]) == (
-        "/v1/embeddings", "test-embed", ["abc", "a"], "float")
+        "/v1/embeddings",
+        "test-embed",
+        ["abc", "a"],
+        "float",
+    )
 
 
 @requires_openai

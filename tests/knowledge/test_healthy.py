@@ -13,8 +13,17 @@ from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.healthy import HEALTHY_DIR, SOURCES, healthy_corpus, load_sources
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = ["deepspeed.log", "hf_trainer.log", "kernel.log", "megatron.log", "nccl.log", "slurm.log",
-           "torchrun.log", "generated_per_node.log", "generated_slurm.log"]
+SAMPLES = [
+    "deepspeed.log",
+    "hf_trainer.log",
+    "kernel.log",
+    "megatron.log",
+    "nccl.log",
+    "slurm.log",
+    "torchrun.log",
+    "generated_per_node.log",
+    "generated_slurm.log",
+]
 
 
 @pytest.fixture
@@ -47,23 +56,32 @@ def test_the_corpus_is_every_distinct_line_of_the_samples() -> None:
 
 def test_a_missing_manifest_names_the_fix(folder: Path) -> None:
     (folder / SOURCES).unlink()
-    with pytest.raises(KnowledgeError, match=r"no healthy log samples in .*healthy \(no sources\.yaml\): reinstall "
-                                             r"crashcart with its package data \(knowledge/healthy/\*\.log and "
-                                             r"sources\.yaml\)"):
+    with pytest.raises(
+        KnowledgeError,
+        match=r"no healthy log samples in .*healthy \(no sources\.yaml\): reinstall "
+        r"crashcart with its package data \(knowledge/healthy/\*\.log and "
+        r"sources\.yaml\)",
+    ):
         healthy_corpus()
 
 
 def test_a_listed_file_that_is_missing_names_the_fix(folder: Path) -> None:
     (folder / "nccl.log").unlink()
-    with pytest.raises(KnowledgeError, match=r"sources\.yaml lists nccl\.log, not in .*: reinstall crashcart with "
-                                             r"its package data, or remove the entry"):
+    with pytest.raises(
+        KnowledgeError,
+        match=r"sources\.yaml lists nccl\.log, not in .*: reinstall crashcart with "
+        r"its package data, or remove the entry",
+    ):
         healthy_corpus()
 
 
 def test_an_unlisted_log_file_names_the_fix(folder: Path) -> None:
     (folder / "extra.log").write_text("NCCL version 2.21.5+cuda12.4\n", encoding="utf-8")
-    with pytest.raises(KnowledgeError, match=r"extra\.log in .* not in .*sources\.yaml: add an entry saying which "
-                                             r"program prints its lines and where they come from"):
+    with pytest.raises(
+        KnowledgeError,
+        match=r"extra\.log in .* not in .*sources\.yaml: add an entry saying which "
+        r"program prints its lines and where they come from",
+    ):
         healthy_corpus()
 
 

@@ -47,10 +47,16 @@ T0 = datetime(2025, 1, 1)
 def incident(cls: FailureClass = FailureClass.NETWORK, extra: str = "", *, id: str = "", minutes: int = 0) -> Incident:
     """An incident of one failure family: its rule id on the fingerprint's first line, its templates after."""
     rule, *templates = FAMILIES[cls]
-    fp = Fingerprint(templates=[*templates, *([extra] if extra else [])], rule_ids=[rule.removeprefix("rule:")],
-                     classes=[cls])
-    return Incident(id=id, fingerprint=fp, failure_class=cls, action=Action.RETRY,
-                    provenance=Provenance(job=f"job-{cls.value}-{minutes}", created_at=T0 + timedelta(minutes=minutes)))
+    fp = Fingerprint(
+        templates=[*templates, *([extra] if extra else [])], rule_ids=[rule.removeprefix("rule:")], classes=[cls]
+    )
+    return Incident(
+        id=id,
+        fingerprint=fp,
+        failure_class=cls,
+        action=Action.RETRY,
+        provenance=Provenance(job=f"job-{cls.value}-{minutes}", created_at=T0 + timedelta(minutes=minutes)),
+    )
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -91,8 +97,14 @@ def test_re_adding_an_id_raises_and_add_many_is_all_or_nothing(store: IncidentSt
 
 
 def test_list_is_newest_first_with_paging_and_class_filter(store: IncidentStore) -> None:
-    added = store.add_many([incident(FailureClass.NETWORK, minutes=1), incident(FailureClass.GPU_OOM, minutes=3),
-                            incident(FailureClass.NETWORK, minutes=2), incident(FailureClass.NETWORK, minutes=3)])
+    added = store.add_many(
+        [
+            incident(FailureClass.NETWORK, minutes=1),
+            incident(FailureClass.GPU_OOM, minutes=3),
+            incident(FailureClass.NETWORK, minutes=2),
+            incident(FailureClass.NETWORK, minutes=3),
+        ]
+    )
     newest = [added[3].id, added[1].id, added[2].id, added[0].id]  # equal times: the later insert first
     assert [i.id for i in store.list()] == newest
     assert [i.id for i in store.list(limit=2, offset=1)] == newest[1:3]
@@ -303,8 +315,12 @@ for i in range(n):
 
 
 def spawn(path: Path, tag: str, n: int, every: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WORKER, str(path), tag, str(n), str(every)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(path), tag, str(n), str(every)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def reported_ids(path: Path, tag: str) -> list[str]:

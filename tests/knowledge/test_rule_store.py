@@ -30,10 +30,15 @@ EVIDENCE = [
 
 
 def proposal(pattern: str = PATTERN, examples: list[str] | None = None, **kw: object) -> RuleProposal:
-    fields: dict = dict(pattern=pattern, failure_class=FailureClass.GPU_HARDWARE,
-                        explanation="An NVSwitch fatal error halts the GPU partition; the node's fabric is bad.",
-                        examples=EVIDENCE if examples is None else examples, origin="llm", model="gpt-test",
-                        job="job-4280674")
+    fields: dict = dict(
+        pattern=pattern,
+        failure_class=FailureClass.GPU_HARDWARE,
+        explanation="An NVSwitch fatal error halts the GPU partition; the node's fabric is bad.",
+        examples=EVIDENCE if examples is None else examples,
+        origin="llm",
+        model="gpt-test",
+        job="job-4280674",
+    )
     return RuleProposal(**{**fields, **kw})
 
 
@@ -81,8 +86,10 @@ def test_a_rejected_pattern_can_be_proposed_again(store: RuleStore) -> None:
 
 
 def test_list_by_status_oldest_first(store: RuleStore) -> None:
-    ids = [store.propose(proposal(PATTERN.replace("halted", word), [e.replace("halted", word) for e in EVIDENCE])).id
-           for word in ("halted", "stopped", "frozen", "reset")]
+    ids = [
+        store.propose(proposal(PATTERN.replace("halted", word), [e.replace("halted", word) for e in EVIDENCE])).id
+        for word in ("halted", "stopped", "frozen", "reset")
+    ]
     store.confirm(ids[1], "alice")
     store.reject(ids[2], "bob", "duplicate of gpu.nvswitch")
     assert [p.id for p in store.list()] == ids
@@ -112,8 +119,12 @@ def test_source_names_the_origin_when_no_model_is_known(store: RuleStore) -> Non
 
 def test_confirmed_rules_load_into_the_fast_filter_and_match_their_evidence(store: RuleStore) -> None:
     kept = store.propose(proposal())
-    other = store.propose(proposal(r"NVSwitch (\d+) link training failed on port (\d+)",
-                                   ["nv-fabricmanager: NVSwitch 2 link training failed on port 17"]))
+    other = store.propose(
+        proposal(
+            r"NVSwitch (\d+) link training failed on port (\d+)",
+            ["nv-fabricmanager: NVSwitch 2 link training failed on port 17"],
+        )
+    )
     store.propose(proposal(r"still pending: NVSwitch \d+ degraded", ["still pending: NVSwitch 5 degraded"]))
     store.confirm(kept.id, "alice")
     store.confirm(other.id, "alice")
@@ -146,8 +157,11 @@ def test_only_a_pending_proposal_can_be_decided(store: RuleStore, first: str, th
     p = store.propose(proposal())
     store.confirm(p.id, "alice") if first == "confirm" else store.reject(p.id, "alice", "not a failure")
     status = "confirmed" if first == "confirm" else "rejected"
-    with pytest.raises(KnowledgeError, match=rf"{p.id} is already {status} \(by alice, \d{{4}}-\d\d-\d\d\); only "
-                                             r"pending proposals can be confirmed or rejected"):
+    with pytest.raises(
+        KnowledgeError,
+        match=rf"{p.id} is already {status} \(by alice, \d{{4}}-\d\d-\d\d\); only "
+        r"pending proposals can be confirmed or rejected",
+    ):
         store.confirm(p.id, "bob") if then == "confirm" else store.reject(p.id, "bob", "changed my mind")
     assert store.get(p.id).status == status  # type: ignore[union-attr]
 
@@ -170,8 +184,9 @@ def test_a_decision_needs_a_name_and_a_rejection_a_reason(store: RuleStore) -> N
     ],
     ids=["re2", "example", "hyperscan"],
 )
-def test_propose_refuses_what_could_never_be_confirmed(store: RuleStore, pattern: str, examples: list[str],
-                                                      message: str) -> None:
+def test_propose_refuses_what_could_never_be_confirmed(
+    store: RuleStore, pattern: str, examples: list[str], message: str
+) -> None:
     with pytest.raises(KnowledgeError, match=message):
         store.propose(proposal(pattern, examples))
     assert store.list() == []
@@ -179,8 +194,16 @@ def test_propose_refuses_what_could_never_be_confirmed(store: RuleStore, pattern
 
 @pytest.mark.parametrize(
     "change",
-    [{"surprise": 1}, {"origin": "oracle"}, {"status": "maybe"}, {"id": "prop-XYZ"}, {"examples": []},
-     {"explanation": "short"}, {"priority": 101}, {"job": ""}],
+    [
+        {"surprise": 1},
+        {"origin": "oracle"},
+        {"status": "maybe"},
+        {"id": "prop-XYZ"},
+        {"examples": []},
+        {"explanation": "short"},
+        {"priority": 101},
+        {"job": ""},
+    ],
     ids=["extra", "origin", "status", "id", "no-examples", "explanation", "priority", "job"],
 )
 def test_proposal_records_are_strict(change: dict) -> None:
@@ -247,8 +270,16 @@ WORKER = textwrap.dedent("""
 
 def test_several_processes_proposing_at_once_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "rules.db"
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(path), str(w)], cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(6)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(path), str(w)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(6)
+    ]
     for proc in workers:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err

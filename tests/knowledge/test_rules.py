@@ -129,8 +129,22 @@ def best_hit(rules: list[Rule], lines: list[str]) -> tuple[Rule, str] | None:
 
 def test_every_shipped_file_loads(rules: list[Rule]) -> None:
     files = sorted(SIGNATURE_DIR.glob("*.yaml"))
-    assert {p.stem for p in files} >= {"gpu", "network", "collectives", "cuda", "memory", "storage", "numerics",
-                                       "python", "config", "environment", "data", "scheduler", "node", "launcher"}
+    assert {p.stem for p in files} >= {
+        "gpu",
+        "network",
+        "collectives",
+        "cuda",
+        "memory",
+        "storage",
+        "numerics",
+        "python",
+        "config",
+        "environment",
+        "data",
+        "scheduler",
+        "node",
+        "launcher",
+    }
     per_file = [load_rule_file(p) for p in files]
     assert all(per_file), "every signature file holds at least one rule"
     assert sum(len(r) for r in per_file) == len(rules)
@@ -216,8 +230,10 @@ def test_named_groups(rules: list[Rule]) -> None:
     line = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001 caused by previous Xid 149"
     assert by_id["gpu.xid.caused_by_hardware"].compiled().search(line).group("xid") == "149"
     assert by_id["gpu.xid.sympathetic"].compiled().search(line).group("xid") == "45"
-    line = ("[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout: "
-            "WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381 ms")
+    line = (
+        "[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381 ms"
+    )
     groups = by_id["coll.watchdog_timeout"].compiled().search(line).groupdict()
     assert groups == {"seq": "305", "op": "ALLREDUCE"}
     line = "node1:9:9 [4] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<44206> with status=12 opcode=129"
@@ -226,63 +242,117 @@ def test_named_groups(rules: list[Rule]) -> None:
 
 
 SCENARIOS = [
-    ("shm ENOSPC is host memory, not disk",
-     ["RuntimeError: unable to write to file </torch_722_783672312_1>: No space left on device (28)"],
-     FailureClass.HOST_OOM),
-    ("plain ENOSPC is storage",
-     ["[rank4]: OSError: [Errno 28] No space left on device"], FailureClass.STORAGE),
-    ("an Xid beats the collective timeout it caused",
-     ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000)",
-      "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."], FailureClass.GPU_HARDWARE),
-    ("a timeout alone is a collective timeout",
-     ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000)",
-      "[Rank 3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels",
-      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "], FailureClass.COLLECTIVE_TIMEOUT),
-    ("ECC inside the watchdog exception is hardware",
-     ["Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered",
-      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 1)"],
-     FailureClass.GPU_HARDWARE),
-    ("a bare Killed beats the launcher's generic failure",
-     ["Summoning checkpoint.", "Killed",
-      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "], FailureClass.HOST_OOM),
-    ("a device-side assert beats the Xid 13 it produces",
-     ["NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)",
-      "RuntimeError: CUDA error: device-side assert triggered"], FailureClass.CODE_BUG),
-    ("divisibility asserts are config, not code",
-     ["AssertionError: world size (24) is not divisible by tensor model parallel size (8)"],
-     FailureClass.CONFIG_ERROR),
-    ("duplicate GPU beats the invalid-usage error it raises",
-     ["NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 40",
-      "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL version 21.0.3"],
-     FailureClass.CONFIG_ERROR),
-    ("connection reset beats remote error",
-     ["torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process exited or there was a "
-      "network error, NCCL version 2.21.5",
-      "socketProgressOpt: Call to recv from 172.16.0.9<33759> failed : Connection reset by peer"],
-     FailureClass.NETWORK),
-    ("GPU OOM beats the launcher's shutdown noise",
-     ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
-      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3721028 closing signal SIGTERM",
-      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9)"],
-     FailureClass.GPU_OOM),
-    ("launcher env var KeyError is config, not code",
-     ["KeyError: 'LOCAL_RANK'"], FailureClass.CONFIG_ERROR),
-    ("Slurm OOM kill beats the cancel line that follows it",
-     ["slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM Killed.",
-      "slurmstepd: error: *** STEP 440575.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***"],
-     FailureClass.HOST_OOM),
-    ("a concrete error beats a plain scancel",
-     ["FileNotFoundError: [Errno 2] No such file or directory: '/data/train.idx'",
-      "slurmstepd: error: *** JOB 77 ON gpu-001 CANCELLED AT 2024-01-02T03:04:05 ***"], FailureClass.CONFIG_ERROR),
-    ("time limit is cancelled",
-     ["slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-06-01T12:00:03 DUE TO TIME LIMIT ***"],
-     FailureClass.CANCELLED),
-    ("NaN grad check beats the AssertionError it raises",
-     ["AssertionError: Rank 13: found NaN in local grad norm in backward pass before data-parallel communication"],
-     FailureClass.LOSS_DIVERGENCE),
-    ("a missing shared library is environment, not a code import",
-     ["ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"],
-     FailureClass.ENVIRONMENT),
+    (
+        "shm ENOSPC is host memory, not disk",
+        ["RuntimeError: unable to write to file </torch_722_783672312_1>: No space left on device (28)"],
+        FailureClass.HOST_OOM,
+    ),
+    ("plain ENOSPC is storage", ["[rank4]: OSError: [Errno 28] No space left on device"], FailureClass.STORAGE),
+    (
+        "an Xid beats the collective timeout it caused",
+        [
+            "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+            "OpType=ALLREDUCE, Timeout(ms)=600000)",
+            "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+        ],
+        FailureClass.GPU_HARDWARE,
+    ),
+    (
+        "a timeout alone is a collective timeout",
+        [
+            "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+            "OpType=ALLREDUCE, Timeout(ms)=600000)",
+            "[Rank 3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        ],
+        FailureClass.COLLECTIVE_TIMEOUT,
+    ),
+    (
+        "ECC inside the watchdog exception is hardware",
+        [
+            "Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered",
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 1)",
+        ],
+        FailureClass.GPU_HARDWARE,
+    ),
+    (
+        "a bare Killed beats the launcher's generic failure",
+        ["Summoning checkpoint.", "Killed", "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "],
+        FailureClass.HOST_OOM,
+    ),
+    (
+        "a device-side assert beats the Xid 13 it produces",
+        [
+            "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)",
+            "RuntimeError: CUDA error: device-side assert triggered",
+        ],
+        FailureClass.CODE_BUG,
+    ),
+    (
+        "divisibility asserts are config, not code",
+        ["AssertionError: world size (24) is not divisible by tensor model parallel size (8)"],
+        FailureClass.CONFIG_ERROR,
+    ),
+    (
+        "duplicate GPU beats the invalid-usage error it raises",
+        [
+            "NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 40",
+            "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL version 21.0.3",
+        ],
+        FailureClass.CONFIG_ERROR,
+    ),
+    (
+        "connection reset beats remote error",
+        [
+            "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process "
+            "exited or there was a "
+            "network error, NCCL version 2.21.5",
+            "socketProgressOpt: Call to recv from 172.16.0.9<33759> failed : Connection reset by peer",
+        ],
+        FailureClass.NETWORK,
+    ),
+    (
+        "GPU OOM beats the launcher's shutdown noise",
+        [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+            "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3721028 closing signal SIGTERM",
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9)",
+        ],
+        FailureClass.GPU_OOM,
+    ),
+    ("launcher env var KeyError is config, not code", ["KeyError: 'LOCAL_RANK'"], FailureClass.CONFIG_ERROR),
+    (
+        "Slurm OOM kill beats the cancel line that follows it",
+        [
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks "
+            "have been OOM Killed.",
+            "slurmstepd: error: *** STEP 440575.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***",
+        ],
+        FailureClass.HOST_OOM,
+    ),
+    (
+        "a concrete error beats a plain scancel",
+        [
+            "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.idx'",
+            "slurmstepd: error: *** JOB 77 ON gpu-001 CANCELLED AT 2024-01-02T03:04:05 ***",
+        ],
+        FailureClass.CONFIG_ERROR,
+    ),
+    (
+        "time limit is cancelled",
+        ["slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-06-01T12:00:03 DUE TO TIME LIMIT ***"],
+        FailureClass.CANCELLED,
+    ),
+    (
+        "NaN grad check beats the AssertionError it raises",
+        ["AssertionError: Rank 13: found NaN in local grad norm in backward pass before data-parallel communication"],
+        FailureClass.LOSS_DIVERGENCE,
+    ),
+    (
+        "a missing shared library is environment, not a code import",
+        ["ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"],
+        FailureClass.ENVIRONMENT,
+    ),
 ]
 
 
@@ -300,8 +370,15 @@ def test_healthy_log_fires_no_failure_rule(rules: list[Rule], database: hypersca
     block_ids = hs_ids(database, HEALTHY_LOG)
     assert {rules[i].id for i in block_ids if rules[i].role is not Role.CONTEXT} == set()
     context = {rules[i].id for i in block_ids}
-    assert {"ctx.checkpoint.saving", "ctx.checkpoint.saved", "ctx.checkpoint.loading", "ctx.evaluation",
-            "ctx.nccl_init", "ctx.training_start", "ctx.training_done"} <= context
+    assert {
+        "ctx.checkpoint.saving",
+        "ctx.checkpoint.saved",
+        "ctx.checkpoint.loading",
+        "ctx.evaluation",
+        "ctx.nccl_init",
+        "ctx.training_start",
+        "ctx.training_done",
+    } <= context
 
 
 def test_bare_killed_anchors_per_line_in_a_block(rules: list[Rule], database: hyperscan.Database) -> None:
@@ -328,8 +405,11 @@ GOOD_RULE = """\
 
 
 def test_loader_error_names_the_file(tmp_path: Path) -> None:
-    bad = _write(tmp_path, "bad.yaml", "version: 1\nrules:\n" + GOOD_RULE.format(id="t.one").replace(
-        "['boom happened here']", "['nothing to see']"))
+    bad = _write(
+        tmp_path,
+        "bad.yaml",
+        "version: 1\nrules:\n" + GOOD_RULE.format(id="t.one").replace("['boom happened here']", "['nothing to see']"),
+    )
     with pytest.raises(KnowledgeError, match="bad.yaml"):
         load_rules([bad])
 

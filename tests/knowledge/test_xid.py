@@ -13,8 +13,41 @@ from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.knowledge.xid import XID_FILE, Cause, load_xid_file, load_xids, xid_info
 
-REFERENCE_CODES = {8, 13, 31, 32, 38, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120, 122,
-                   123, 140, 143, 144, 145, 146, 147, 148, 149, 150}
+REFERENCE_CODES = {
+    8,
+    13,
+    31,
+    32,
+    38,
+    43,
+    45,
+    48,
+    61,
+    62,
+    63,
+    64,
+    68,
+    69,
+    74,
+    79,
+    92,
+    94,
+    95,
+    109,
+    119,
+    120,
+    122,
+    123,
+    140,
+    143,
+    144,
+    145,
+    146,
+    147,
+    148,
+    149,
+    150,
+}
 ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 
 
@@ -33,8 +66,9 @@ def winner(rules: list[Rule], line: str) -> tuple[Rule, dict[str, str]]:
 
 def kernel_line(code: int) -> str:
     if code == 154:
-        return ("NVRM: Xid (PCI:0000:1b:00): 154, GPU recovery action changed from 0x0 (None) "
-                "to 0x1 (GPU Reset Required)")
+        return (
+            "NVRM: Xid (PCI:0000:1b:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"
+        )
     return f"kernel: NVRM: Xid (PCI:0000:3b:00): {code}, pid=4242, name=python3, Ch 00000008"
 
 

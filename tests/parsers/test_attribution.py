@@ -73,11 +73,19 @@ LINES = [
     ("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered", None, 3),
     ("[rank4]: OSError: [Errno 28] No space left on device", None, 4),
     ("[default3]:Traceback (most recent call last):", None, 3),
-    ("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) "
-     "Rank 12] Process group watchdog thread terminated with exception", None, 12),
+    (
+        "[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) "
+        "Rank 12] Process group watchdog thread terminated with exception",
+        None,
+        12,
+    ),
     ("[default1]:[E817 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 9] watchdog", None, 9),
-    ("[rank1]:[E410 01:50:33.889423318 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
-     "Rank 1] Process group watchdog thread terminated with exception", None, 1),
+    (
+        "[rank1]:[E410 01:50:33.889423318 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
+        "Rank 1] Process group watchdog thread terminated with exception",
+        None,
+        1,
+    ),
     # `[Rank N]` inside PyTorch messages, with no launcher prefix
     ("[E ProcessGroupNCCL.cpp:754] [Rank 5] Watchdog caught collective operation timeout", None, 5),
     ("[PG ID 2 PG GUID 9 Rank 7] Exception (either an error or timeout) detected by watchdog", None, 7),
@@ -91,17 +99,21 @@ LINES = [
     ("2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory.", None, 3),
     # NCCL: host before :pid:tid; the [N] is the local GPU index, never the rank
     ("node17:1234:5678 [3] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "node17", None),
-    ("hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer", "hostname-test",
-     None),
+    ("hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer", "hostname-test", None),
     ("TENCENT64:47611:53081 [7] include/alloc.h:103 NCCL WARN Cuda failure 2 'out of memory'", "TENCENT64", None),
-    ("9aee1c01f3e7:6727:7168 [1] NCCL INFO [Service thread] Connection closed by localRank 2",
-     "9aee1c01f3e7", None),
-    ("dirkg-zeppelin:4005:4041 [0] init.cc:521 NCCL WARN Duplicate GPU detected : rank 0 and rank 1",
-     "dirkg-zeppelin", None),
+    ("9aee1c01f3e7:6727:7168 [1] NCCL INFO [Service thread] Connection closed by localRank 2", "9aee1c01f3e7", None),
+    (
+        "dirkg-zeppelin:4005:4041 [0] init.cc:521 NCCL WARN Duplicate GPU detected : rank 0 and rank 1",
+        "dirkg-zeppelin",
+        None,
+    ),
     ("[rank5]:gpu-a100-07:2211:2290 [5] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB", "gpu-a100-07", 5),
     # kernel / syslog host fields
-    ("Nov 28 07:35:07 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
-     "node17", None),
+    (
+        "Nov 28 07:35:07 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+        "node17",
+        None,
+    ),
     ("Nov  8 07:35:07 node17 kernel: [12345.678901] NVRM: Xid (PCI:0000:3b:00): 48", "node17", None),
     ("2024-01-01T12:00:00.123+00:00 node17 kernel: NVRM: Xid (PCI:0000:dc:00): 45", "node17", None),
     ("Jan 02 03:04:05 dgx-a100-017 sshd[2211]: Received disconnect", "dgx-a100-017", None),
@@ -110,10 +122,17 @@ LINES = [
     ("srun: error: DEL2212S020: task 0: Terminated", "DEL2212S020", 0),
     ("srun: error: SERVER_NAME: tasks 2-3: Exited with exit code 1", "SERVER_NAME", None),
     ("srun: error: Node failure on node42", "node42", None),
-    ("slurmstepd: error: *** JOB 608 ON node17 CANCELLED AT 2022-08-12T02:06:12 DUE TO JOB REQUEUE ***",
-     "node17", None),
-    ("Preparing test set...:  46%|████▋     | 31/67 [29:02<35:12, 58.67s/it]slurmstepd: error: *** STEP "
-     "6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***", "DEL2212S020", None),
+    (
+        "slurmstepd: error: *** JOB 608 ON node17 CANCELLED AT 2022-08-12T02:06:12 DUE TO JOB REQUEUE ***",
+        "node17",
+        None,
+    ),
+    (
+        "Preparing test set...:  46%|████▋     | 31/67 [29:02<35:12, 58.67s/it]slurmstepd: error: *** STEP "
+        "6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***",
+        "DEL2212S020",
+        None,
+    ),
     # pdsh / DeepSpeed multi-node runner
     ("node17: [rank3]: RuntimeError: NCCL communicator was aborted", "node17", 3),
     ("worker-3: [2024-01-01 12:00:00,123] [INFO] [launch.py:138:main] WORLD INFO DICT", "worker-3", None),
@@ -124,8 +143,7 @@ LINES = [
     ("2024-01-01T12:00:00 INFO root: training started", None, None),
     ("E1128 07:35:07.606841 12345 socket.cpp:123] connection reset", None, None),
     ("INFO: Started server process", None, None),
-    ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2704351 closing signal SIGHUP",
-     None, None),
+    ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2704351 closing signal SIGHUP", None, None),
     ("Traceback (most recent call last):", None, None),
     ('  File "train.py", line 577, in <module>', None, None),
     ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL version 21.0.3", None, None),
@@ -136,8 +154,7 @@ LINES = [
     ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001", None, None),
     ("[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", None, None),
     ("Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 40", None, None),
-    ("[2023-08-07 18:35:18,432] [INFO] [loss_scaler.py:183:update_scale] OVERFLOW! Rank 0 Skipping step",
-     None, None),
+    ("[2023-08-07 18:35:18,432] [INFO] [loss_scaler.py:183:update_scale] OVERFLOW! Rank 0 Skipping step", None, None),
     ("epoch: 3451 loss: nan", None, None),
     ("", None, None),
 ]
@@ -151,7 +168,7 @@ def test_attribute_line(line: str, node: str | None, rank: int | None) -> None:
 PREFIXES = [
     (b"[rank3]: Traceback (most recent call last):", 3),
     (b"[rank12]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 12] Watchdog", 12),
-    (b"[default3]:  File \"train.py\", line 1", 3),
+    (b'[default3]:  File "train.py", line 1', 3),
     (b"[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515]", 12),
     (b"[1,290]<stderr>:!!!! kernel execution error.", 290),
     (b"[1,0]<stdout>:bing_bert_progress: step=3599", 0),
@@ -183,7 +200,7 @@ SAMPLES = [
     ([b"[1,0]<stdout>:hello"], True),
     ([b"0: hello", b"1: hello"], True),
     ([b"0: hello", b"epoch 1"], False),  # one bare `N: ` may be chance
-    ([b"Traceback (most recent call last):", b"  File \"x.py\", line 1"], False),
+    ([b"Traceback (most recent call last):", b'  File "x.py", line 1'], False),
     ([], False),
 ]
 
@@ -195,9 +212,11 @@ def test_has_rank_prefixes(sample: list[bytes], expected: bool) -> None:
 
 STRIPS = [
     ("[rank4]: OSError: [Errno 28] No space left on device", "OSError: [Errno 28] No space left on device"),
-    ("[rank4]:   File \"x.py\", line 89, in f", "  File \"x.py\", line 89, in f"),
-    ("[default0]:[rank12]:[E817 17:40:34.2 ProcessGroupNCCL.cpp:1515] x",
-     "[E817 17:40:34.2 ProcessGroupNCCL.cpp:1515] x"),
+    ('[rank4]:   File "x.py", line 89, in f', '  File "x.py", line 89, in f'),
+    (
+        "[default0]:[rank12]:[E817 17:40:34.2 ProcessGroupNCCL.cpp:1515] x",
+        "[E817 17:40:34.2 ProcessGroupNCCL.cpp:1515] x",
+    ),
     ("[1,290]<stderr>:!!!! kernel execution error.", "!!!! kernel execution error."),
     ("3: Traceback (most recent call last):", "Traceback (most recent call last):"),
     ("node17: [rank3]: RuntimeError: boom", "RuntimeError: boom"),

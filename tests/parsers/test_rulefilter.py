@@ -13,8 +13,14 @@ from crashcart.parsers.rulefilter import BlockHit, RuleFilter, compile_database
 
 def _rule(rule_id: str, pattern: str, examples: list[str], **kw: object) -> Rule:
     return Rule(
-        id=rule_id, pattern=pattern, failure_class=kw.pop("failure_class", "unknown"), role=kw.pop("role", "symptom"),
-        priority=kw.pop("priority", 50), explanation="a rule written for a test", examples=examples, **kw,
+        id=rule_id,
+        pattern=pattern,
+        failure_class=kw.pop("failure_class", "unknown"),
+        role=kw.pop("role", "symptom"),
+        priority=kw.pop("priority", 50),
+        explanation="a rule written for a test",
+        examples=examples,
+        **kw,
     )
 
 
@@ -54,22 +60,31 @@ def test_hits_in_position_order_with_offsets_text_and_captures() -> None:
     hits = RuleFilter([ERROR, XID, WATCHDOG, OOM]).scan(BLOCK)
     lines = _lines_of(BLOCK)
     assert hits == [
-        BlockHit(3, *lines[1],
-                 "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79 GiB)",
-                 {"size": "2.00 GiB", "gpu": "3"}),
-        BlockHit(2, *lines[2],
-                 "[rank3]: [Rank 3] Watchdog caught collective operation timeout: "
-                 "WorkNCCL(SeqNum=18, OpType=ALLREDUCE)",
-                 {"seq": "18", "op": "ALLREDUCE"}),
-        BlockHit(1, *lines[3], "Mar 14 03:22:17 dgx-042 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python",
-                 {"xid": "79"}),
+        BlockHit(
+            3,
+            *lines[1],
+            "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79 GiB)",
+            {"size": "2.00 GiB", "gpu": "3"},
+        ),
+        BlockHit(
+            2,
+            *lines[2],
+            "[rank3]: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE)",
+            {"seq": "18", "op": "ALLREDUCE"},
+        ),
+        BlockHit(
+            1,
+            *lines[3],
+            "Mar 14 03:22:17 dgx-042 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python",
+            {"xid": "79"},
+        ),
         BlockHit(0, *lines[4], "error error error, still one hit for this line", {}),
         BlockHit(3, *lines[5], "CUDA out of memory. Tried to allocate 512.00 MiB", {"size": "512.00 MiB"}),
     ]
     assert (hits[0].start, hits[-1].end) == (25, len(BLOCK))
     for hit in hits:
-        assert BLOCK[hit.start:hit.end].decode() == hit.text
-        assert hit.start == 0 or BLOCK[hit.start - 1:hit.start] == b"\n"
+        assert BLOCK[hit.start : hit.end].decode() == hit.text
+        assert hit.start == 0 or BLOCK[hit.start - 1 : hit.start] == b"\n"
 
 
 def test_several_rules_on_one_line_are_ordered_by_rule_index() -> None:
@@ -101,8 +116,10 @@ def test_end_anchored_rule_matches_crlf_lines() -> None:
     block = b"w0 exited with code 1\r\nw1 exited with code 2\nw2 exited with code 3\r\nw3 exited with code 4"
     hits = RuleFilter([rule]).scan(block)
     assert [(h.text, h.captures["code"]) for h in hits] == [
-        ("w0 exited with code 1", "1"), ("w1 exited with code 2", "2"),
-        ("w2 exited with code 3", "3"), ("w3 exited with code 4", "4"),
+        ("w0 exited with code 1", "1"),
+        ("w1 exited with code 2", "2"),
+        ("w2 exited with code 3", "3"),
+        ("w3 exited with code 4", "4"),
     ]
     assert [h.start for h in hits] == [0, 23, 45, 68]
 
@@ -183,6 +200,7 @@ def test_rule_hyperscan_rejects_is_named(pattern: str, example: str) -> None:
 
 def test_combined_database_failure_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rulefilter, "_DATABASES", {})  # a database cached by an earlier test would hide the failure
+
     class OneAtATime(hyperscan.Database):  # type: ignore[misc]
         """Compiles each rule alone but fails on the set, as a database over Hyperscan's limits would."""
 

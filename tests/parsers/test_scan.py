@@ -19,20 +19,44 @@ from crashcart.parsers.sources import Source, discover
 
 
 def _rule(rule_id: str, pattern: str, examples: list[str], failure_class: str, role: str, **kw: object) -> Rule:
-    return Rule(id=rule_id, pattern=pattern, failure_class=failure_class, role=role, priority=kw.pop("priority", 50),
-                explanation="a rule written for a test", examples=examples, **kw)
+    return Rule(
+        id=rule_id,
+        pattern=pattern,
+        failure_class=failure_class,
+        role=role,
+        priority=kw.pop("priority", 50),
+        explanation="a rule written for a test",
+        examples=examples,
+        **kw,
+    )
 
 
 RULES = [
-    _rule("nccl.watchdog",
-          r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
-          ["Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE"],
-          "collective_timeout", "symptom", priority=40),
-    _rule("cuda.illegal_access", r"CUDA error: an illegal memory access was encountered",
-          ["RuntimeError: CUDA error: an illegal memory access was encountered"], "cuda_error", "root_cause",
-          priority=80, stage="training"),
-    _rule("ckpt.saved", r"saved checkpoint at iteration\s+(?P<iteration>\d+)",
-          ["successfully saved checkpoint at iteration    1200 to /ckpt"], "unknown", "context", priority=5),
+    _rule(
+        "nccl.watchdog",
+        r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
+        ["Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE"],
+        "collective_timeout",
+        "symptom",
+        priority=40,
+    ),
+    _rule(
+        "cuda.illegal_access",
+        r"CUDA error: an illegal memory access was encountered",
+        ["RuntimeError: CUDA error: an illegal memory access was encountered"],
+        "cuda_error",
+        "root_cause",
+        priority=80,
+        stage="training",
+    ),
+    _rule(
+        "ckpt.saved",
+        r"saved checkpoint at iteration\s+(?P<iteration>\d+)",
+        ["successfully saved checkpoint at iteration    1200 to /ckpt"],
+        "unknown",
+        "context",
+        priority=5,
+    ),
 ]
 
 LOG = (
@@ -48,8 +72,10 @@ LOG = (
     b"[rank0]: iteration 3 loss 2.2\n"  # 9
 )
 ILLEGAL = "[rank1]: [2024-03-14 03:22:17,123] RuntimeError: CUDA error: an illegal memory access was encountered"
-WATCHDOG = ("[rank0]: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE, "
-            "Timeout(ms)=600000)")
+WATCHDOG = (
+    "[rank0]: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE, "
+    "Timeout(ms)=600000)"
+)
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -81,7 +107,13 @@ def test_multi_rank_file(tmp_path: Path) -> None:
     fs = FileScanner(RULES).scan(src)
 
     assert (fs.file, fs.node, fs.rank, fs.lines, fs.bytes, fs.hits_dropped) == (
-        "node03/stdout.log", "node03", None, 9, len(LOG), 0)
+        "node03/stdout.log",
+        "node03",
+        None,
+        9,
+        len(LOG),
+        0,
+    )
     assert _hits(fs) == [
         ("ckpt.saved", 4, "node03", 0, {"iteration": "1"}),
         ("cuda.illegal_access", 7, "node03", 1, {}),
@@ -89,7 +121,11 @@ def test_multi_rank_file(tmp_path: Path) -> None:
     ]
     illegal = fs.hits[1]
     assert (illegal.failure_class.value, illegal.action.value, illegal.role.value, illegal.priority) == (
-        "cuda_error", "retry", "root_cause", 80)
+        "cuda_error",
+        "retry",
+        "root_cause",
+        80,
+    )
     assert illegal.stage is not None and illegal.stage.value == "training"
     assert illegal.ref.text == ILLEGAL
     assert illegal.ref.time == datetime(2024, 3, 14, 3, 22, 17, 123000)
@@ -101,14 +137,29 @@ def test_multi_rank_file(tmp_path: Path) -> None:
         ("iteration <NUM> loss <NUM>", 0, 3, 2, 9, []),
         ("iteration <NUM> loss <NUM>", 1, 1, 3, 3, []),
         ("successfully saved checkpoint at iteration <NUM> to <PATH>", 0, 1, 4, 4, ["ckpt.saved"]),
-        ("[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] RuntimeError: CUDA error: an illegal memory access was encountered",
-         1, 1, 7, 7, ["cuda.illegal_access"]),
-        ("[Rank <RANK>] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<NUM>, OpType=ALLREDUCE, "
-         "Timeout(ms)=<NUM>)", 0, 1, 8, 8, ["nccl.watchdog"]),
+        (
+            "[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] RuntimeError: CUDA error: an illegal memory access was encountered",
+            1,
+            1,
+            7,
+            7,
+            ["cuda.illegal_access"],
+        ),
+        (
+            "[Rank <RANK>] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<NUM>, OpType=ALLREDUCE, "
+            "Timeout(ms)=<NUM>)",
+            0,
+            1,
+            8,
+            8,
+            ["nccl.watchdog"],
+        ),
     ]
     iteration0 = fs.templates[1]
     assert (iteration0.first.text, iteration0.last.text) == (
-        "[rank0]: iteration 1 loss 2.5", "[rank0]: iteration 3 loss 2.2")
+        "[rank0]: iteration 1 loss 2.5",
+        "[rank0]: iteration 3 loss 2.2",
+    )
     assert (iteration0.node, iteration0.first.rank, iteration0.last.node) == ("node03", 0, "node03")
     # Template ids are by value: the two ranks' iteration templates share one.
     assert fs.templates[1].template_id == fs.templates[2].template_id
@@ -147,9 +198,7 @@ def test_small_blocks_give_the_same_scan(tmp_path: Path, monkeypatch: pytest.Mon
     assert [(t.rank, t.count) for t in whole.templates] == [(0, 9), (1, 3), (0, 3), (1, 3), (0, 3)]
 
 
-def test_rank_prefixes_are_looked_for_in_the_first_block(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rank_prefixes_are_looked_for_in_the_first_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [src] = _job(tmp_path, {"node03/stdout.log": LOG})
     # A first block holding only the banner: the file is taken as unprefixed, templates are not split by rank.
     monkeypatch.setattr(scan_module, "read_blocks", functools.partial(sources.read_blocks, block_size=24))
@@ -164,12 +213,23 @@ def test_hits_beyond_the_per_rule_rank_cap_are_counted_not_kept(tmp_path: Path) 
     [src] = _job(tmp_path, {"out.log": log})
     fs = FileScanner(RULES).scan(src)
     assert MAX_HITS_PER_RULE_RANK == 5
-    assert [(h.ref.rank, h.ref.line) for h in fs.hits] == [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 10), (1, 11),
-                                                           (1, 12)]
+    assert [(h.ref.rank, h.ref.line) for h in fs.hits] == [
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (0, 4),
+        (0, 5),
+        (1, 10),
+        (1, 11),
+        (1, 12),
+    ]
     assert fs.hits_dropped == 3
     # Templates still count every line.
-    assert [(t.rank, t.count, t.first.line, t.last.line) for t in fs.templates] == [(0, 8, 1, 8), (0, 1, 9, 9),
-                                                                                    (1, 3, 10, 12)]
+    assert [(t.rank, t.count, t.first.line, t.last.line) for t in fs.templates] == [
+        (0, 8, 1, 8),
+        (0, 1, 9, 9),
+        (1, 3, 10, 12),
+    ]
 
 
 def test_per_rule_cap_across_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,8 +256,12 @@ def test_scan_sources_keeps_input_order(tmp_path: Path) -> None:
     shuffled = [srcs[2], srcs[0], srcs[3], srcs[1]]
     scans = scan_sources(shuffled, RULES, workers=1)
     assert [s.file for s in scans] == ["node03/out.log", "node01/out.log", "node04/out.log", "node02/out.log"]
-    assert [(s.node, s.lines, len(s.hits)) for s in scans] == [("node03", 36, 12), ("node01", 9, 3), ("node04", 0, 0),
-                                                                ("node02", 1, 0)]
+    assert [(s.node, s.lines, len(s.hits)) for s in scans] == [
+        ("node03", 36, 12),
+        ("node01", 9, 3),
+        ("node04", 0, 0),
+        ("node02", 1, 0),
+    ]
 
 
 def test_no_sources() -> None:
@@ -213,8 +277,11 @@ def test_non_utf8_hit_line(tmp_path: Path) -> None:
         for n in (1, 2)
     ]
     assert [(t.template, t.count, t.rule_ids) for t in fs.templates] == [
-        ("caf\ufffd RuntimeError: CUDA error: an illegal memory access was encountered \ufffd", 2,
-         ["cuda.illegal_access"]),
+        (
+            "caf\ufffd RuntimeError: CUDA error: an illegal memory access was encountered \ufffd",
+            2,
+            ["cuda.illegal_access"],
+        ),
     ]
 
 
@@ -249,10 +316,12 @@ def test_parallel_scan_matches_serial(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(scan_module, "_balance", spy)
     parallel = scan_sources(srcs, RULES, workers=2)
 
-    assert groups_seen == [[
-        ["node04/stdout.log", "node01/stdout.log"],
-        ["node03/stdout.log", "node02/stdout.log", "node00/stdout.log"],
-    ]]
+    assert groups_seen == [
+        [
+            ["node04/stdout.log", "node01/stdout.log"],
+            ["node03/stdout.log", "node02/stdout.log", "node00/stdout.log"],
+        ]
+    ]
     assert [s.file for s in parallel] == [s.display for s in srcs]
     assert _comparable(parallel) == _comparable(serial)
     # Checkpoint lines every 97 lines, alternating ranks: context lines are not capped per rank (they map
@@ -284,9 +353,7 @@ def test_stdin_keeps_the_scan_in_process(tmp_path: Path, monkeypatch: pytest.Mon
         ([1, 2, 3, 4], 1, [["f3", "f2", "f1", "f0"]]),
     ],
 )
-def test_balance_largest_first_into_the_lightest_group(
-    sizes: list[int], workers: int, groups: list[list[str]]
-) -> None:
+def test_balance_largest_first_into_the_lightest_group(sizes: list[int], workers: int, groups: list[list[str]]) -> None:
     srcs = [Source(display=f"f{i}", path=Path(f"/x/f{i}"), size=size) for i, size in enumerate(sizes)]
     assert [[s.display for s in g] for g in scan_module._balance(srcs, workers)] == groups
 
@@ -294,11 +361,14 @@ def test_balance_largest_first_into_the_lightest_group(
 def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    body = "".join(
-        f"[rank{i % 4}]: iteration {i} loss 2.{i % 7}\n"
-        + ("[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n" if i % 997 == 0 else "")
-        for i in range(6000)
-    ) + "[rank1]: successfully saved checkpoint at iteration    6000 to /ckpt\n"
+    body = (
+        "".join(
+            f"[rank{i % 4}]: iteration {i} loss 2.{i % 7}\n"
+            + ("[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n" if i % 997 == 0 else "")
+            for i in range(6000)
+        )
+        + "[rank1]: successfully saved checkpoint at iteration    6000 to /ckpt\n"
+    )
     [src] = _job(tmp_path, {"node01/big.log": body.encode()})
     serial = scan_sources([src], RULES, workers=1)
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
@@ -310,7 +380,8 @@ def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan
     assert _hits(b) == _hits(a)
     key = lambda t: (t.template_id, t.rank)  # noqa: E731
     assert {key(t): (t.count, t.first.line, t.last.line, t.new) for t in b.templates} == {
-        key(t): (t.count, t.first.line, t.last.line, t.new) for t in a.templates}
+        key(t): (t.count, t.first.line, t.last.line, t.new) for t in a.templates
+    }
 
 
 def test_split_cuts_on_line_starts_and_covers_the_file(tmp_path: Path) -> None:

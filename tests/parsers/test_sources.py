@@ -57,8 +57,14 @@ def test_several_files_are_named_by_the_paths_given(tmp_path: Path) -> None:
 
 def test_folder_is_walked_recursively_sorted_and_named_relative(tmp_path: Path) -> None:
     root = tmp_path / "job"
-    for rel in ["node10/rank_8.log", "node02/rank_1.log", "node02/rank_0.log", "node01/stdout.log", "launcher.out",
-                "node01/sub/deeper.log"]:
+    for rel in [
+        "node10/rank_8.log",
+        "node02/rank_1.log",
+        "node02/rank_0.log",
+        "node01/stdout.log",
+        "launcher.out",
+        "node01/sub/deeper.log",
+    ]:
         _write(root / rel, f"{rel}\n".encode())
     _write(root / ".hidden.log", b"hidden\n")
     _write(root / ".cache" / "inside-hidden-dir.log", b"hidden\n")
@@ -170,7 +176,7 @@ def test_compressed_blocks_rebuild_the_input(tmp_path: Path, kind: str, block_si
         "gzip": gzip.compress(body),
         "gzip-multimember": gzip.compress(body[:half]) + gzip.compress(body[half:]),
         "zstd": _zstd_frames(body),
-        "zstd-multiframe": _zstd_frames(body[:half], body[half:2 * half], b"", body[2 * half:]),
+        "zstd-multiframe": _zstd_frames(body[:half], body[half : 2 * half], b"", body[2 * half :]),
     }[kind]
     [src] = discover([str(_write(tmp_path / "job.log", blob))])
     assert src.compression == kind.split("-")[0]
@@ -298,15 +304,20 @@ def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("blob", "message"),
     [
-        (gzip.compress(b"line\n" * 1000)[:-6],
-         "t.log: corrupt or truncated gzip (Compressed file ended before the end-of-stream marker was reached); "
-         "re-copy the file"),
-        (gzip.compress(b"line\n") + b"garbage!",
-         "t.log: corrupt or truncated gzip (Not a gzipped file (b'ga')); re-copy the file"),
-        (_zstd_frames(b"line\n" * 1000, b"more\n")[:-3],
-         "t.log: truncated zstd stream (ends inside a frame); re-copy the file"),
-        (_zstd_frames(b"line\n" * 1000)[:12],
-         "t.log: truncated zstd stream (ends inside a frame); re-copy the file"),
+        (
+            gzip.compress(b"line\n" * 1000)[:-6],
+            "t.log: corrupt or truncated gzip (Compressed file ended before the end-of-stream marker was reached); "
+            "re-copy the file",
+        ),
+        (
+            gzip.compress(b"line\n") + b"garbage!",
+            "t.log: corrupt or truncated gzip (Not a gzipped file (b'ga')); re-copy the file",
+        ),
+        (
+            _zstd_frames(b"line\n" * 1000, b"more\n")[:-3],
+            "t.log: truncated zstd stream (ends inside a frame); re-copy the file",
+        ),
+        (_zstd_frames(b"line\n" * 1000)[:12], "t.log: truncated zstd stream (ends inside a frame); re-copy the file"),
     ],
     ids=["gzip-truncated", "gzip-trailing-garbage", "zstd-truncated-last-frame", "zstd-truncated-early"],
 )

@@ -16,13 +16,18 @@ def tpl() -> Templater:
 @pytest.mark.parametrize(
     ("lines", "template"),
     [
-        ([b"iteration 10 loss 2.5", b"iteration 2000 loss 3.75", b"iteration 7 loss 11"],
-         "iteration <NUM> loss <NUM>"),
-        ([b"Saving checkpoint to /ckpt/step_100", b"Saving checkpoint to /other/place/step_2"],
-         "Saving checkpoint to <PATH>"),
-        ([b"node3:11:12 [0] NCCL WARN peer 10.0.0.1<80> closed",
-          b"gpu-node-17:1:2 [7] NCCL WARN peer 10.9.9.9<1> closed"],
-         "<HOST> [<NUM>] NCCL WARN peer <IP> closed"),
+        ([b"iteration 10 loss 2.5", b"iteration 2000 loss 3.75", b"iteration 7 loss 11"], "iteration <NUM> loss <NUM>"),
+        (
+            [b"Saving checkpoint to /ckpt/step_100", b"Saving checkpoint to /other/place/step_2"],
+            "Saving checkpoint to <PATH>",
+        ),
+        (
+            [
+                b"node3:11:12 [0] NCCL WARN peer 10.0.0.1<80> closed",
+                b"gpu-node-17:1:2 [7] NCCL WARN peer 10.9.9.9<1> closed",
+            ],
+            "<HOST> [<NUM>] NCCL WARN peer <IP> closed",
+        ),
         ([b"[rank0]: step 1 done", b"[rank12]: step 99 done", b"step 5 done"], "step <NUM> done"),
         ([b"step 1 done\r", b"step 1 done"], "step <NUM> done"),
     ],
@@ -77,15 +82,26 @@ BLOCK = (
 def test_count_block_per_template(tpl: Templater) -> None:
     counts = TemplateCounts()
     tpl.count_block(BLOCK, 10, counts, ranked=False)
-    start, it, err = (tpl.template_index(x) for x in (b"starting job", b"iteration 1 loss 1", b"RuntimeError: CUDA "
-                                                       b"error: an illegal memory access was encountered"))
+    start, it, err = (
+        tpl.template_index(x)
+        for x in (
+            b"starting job",
+            b"iteration 1 loss 1",
+            b"RuntimeError: CUDA error: an illegal memory access was encountered",
+        )
+    )
     assert (start, it, err) == (0, 1, 2)
     assert counts.lines == 8
     assert counts.stats == {
         (None, start): [1, 11, b"starting job", 11, b"starting job"],
         (None, it): [5, 12, b"[rank0]: iteration 1 loss 2.5", 17, b"[rank0]: iteration 3 loss 2.2"],
-        (None, err): [1, 18, b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
-                      18, b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered"],
+        (None, err): [
+            1,
+            18,
+            b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+            18,
+            b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+        ],
     }
 
 

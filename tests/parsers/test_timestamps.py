@@ -21,32 +21,47 @@ CASES = [
     ("2024/03/05 06:07:08 go-style", datetime(2024, 3, 5, 6, 7, 8)),
     # Megatron / DeepSpeed brackets
     ("[2024-01-01 12:00:00] iteration 10/100", datetime(2024, 1, 1, 12, 0, 0)),
-    ("[2023-08-07 18:35:18,432] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW!",
-     datetime(2023, 8, 7, 18, 35, 18, 432000)),
-    ("[2024-04-11 16:02:33,141 train.py:52 INFO pre_tiny_65536] Construct dataset.",
-     datetime(2024, 4, 11, 16, 2, 33, 141000)),
-    ("node17: [2024-01-01 12:00:00,123] [INFO] [launch.py:138:main] WORLD INFO DICT",
-     datetime(2024, 1, 1, 12, 0, 0, 123000)),
+    (
+        "[2023-08-07 18:35:18,432] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW!",
+        datetime(2023, 8, 7, 18, 35, 18, 432000),
+    ),
+    (
+        "[2024-04-11 16:02:33,141 train.py:52 INFO pre_tiny_65536] Construct dataset.",
+        datetime(2024, 4, 11, 16, 2, 33, 141000),
+    ),
+    (
+        "node17: [2024-01-01 12:00:00,123] [INFO] [launch.py:138:main] WORLD INFO DICT",
+        datetime(2024, 1, 1, 12, 0, 0, 123000),
+    ),
     # glog / c10, also behind torchrun prefixes; c10 leaves the month unpadded
     ("E1128 07:35:07.606841 12345 socket.cpp:123] connection reset", datetime(Y, 11, 28, 7, 35, 7, 606841)),
     ("I0807 18:35:18.123456 140123 file.py:12] hello", datetime(Y, 8, 7, 18, 35, 18, 123456)),
-    ("[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective",
-     datetime(Y, 12, 6, 18, 44, 12, 715298)),
-    ("[rank7]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught collective",
-     datetime(Y, 4, 19, 10, 42, 28, 858931)),
-    ("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12]",
-     datetime(Y, 8, 17, 17, 40, 34, 227531)),
+    (
+        "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective",
+        datetime(Y, 12, 6, 18, 44, 12, 715298),
+    ),
+    (
+        "[rank7]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught collective",
+        datetime(Y, 4, 19, 10, 42, 28, 858931),
+    ),
+    (
+        "[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12]",
+        datetime(Y, 8, 17, 17, 40, 34, 227531),
+    ),
     # syslog, dmesg -T
     ("Nov 28 07:35:07 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 79", datetime(Y, 11, 28, 7, 35, 7)),
     ("Nov  8 07:35:07 node17 kernel: NVRM: Xid", datetime(Y, 11, 8, 7, 35, 7)),
     ("[Tue Nov 28 07:35:07 2023] NVRM: Xid (PCI:0000:3b:00): 79", datetime(2023, 11, 28, 7, 35, 7)),
     # two-digit year, month/day, submitit, Hugging Face examples
-    ("22-09-01 02:31:11.512 : <epoch:  0, iter:     400, lr:4.000e-04> G_loss: 7.544e-02",
-     datetime(2022, 9, 1, 2, 31, 11, 512000)),
-    ("[02/25 05:00:27] ppdet.engine INFO: Epoch: [78] [110/578] learning_rate: 0.074239",
-     datetime(Y, 2, 25, 5, 0, 27)),
-    ("submitit WARNING (2022-08-12 02:06:11,453) - Caught signal SIGUSR2 on SERVER_NAME: this job is preempted.",
-     datetime(2022, 8, 12, 2, 6, 11, 453000)),
+    (
+        "22-09-01 02:31:11.512 : <epoch:  0, iter:     400, lr:4.000e-04> G_loss: 7.544e-02",
+        datetime(2022, 9, 1, 2, 31, 11, 512000),
+    ),
+    ("[02/25 05:00:27] ppdet.engine INFO: Epoch: [78] [110/578] learning_rate: 0.074239", datetime(Y, 2, 25, 5, 0, 27)),
+    (
+        "submitit WARNING (2022-08-12 02:06:11,453) - Caught signal SIGUSR2 on SERVER_NAME: this job is preempted.",
+        datetime(2022, 8, 12, 2, 6, 11, 453000),
+    ),
     ("08/07/2023 18:35:18 - INFO - __main__ - Training/evaluation parameters", datetime(2023, 8, 7, 18, 35, 18)),
     # negatives: uptime, time without date, garbage, invalid fields, prose
     ("[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", None),

@@ -122,8 +122,12 @@ class SlurmCluster:
         self.cluster = f"cc{tag}"
         self.node = self.host  # sbatch's %N is the host name: keep NodeName equal to it, as real clusters do
         self.first_job_id = random.randrange(1_000_000, 60_000_000)  # cgroup v1 paths are per job id: keep apart
-        self.ports = {"ctld_port": free_port(), "slurmd_port": free_port(), "dbd_port": free_port(),
-                      "db_port": free_port()}
+        self.ports = {
+            "ctld_port": free_port(),
+            "slurmd_port": free_port(),
+            "dbd_port": free_port(),
+            "db_port": free_port(),
+        }
         self.oom_enforced = cgroup_v1_memory() and not NO_CGROUP
         path = os.environ.get("PATH", "/usr/bin:/bin")
         self.env = {**os.environ, "SLURM_CONF": str(root / "etc" / "slurm.conf"), "PATH": f"{path}:/usr/sbin:/sbin"}
@@ -137,8 +141,13 @@ class SlurmCluster:
         """Write the config and start every daemon in dependency order; raise ClusterError naming what failed."""
         t0 = time.perf_counter()
         self._write_config()
-        steps = (("munged", self._start_munge), ("mariadbd", self._start_mariadb), ("slurmdbd", self._start_dbd),
-                 ("slurmctld", self._start_ctld), ("slurmd", self._start_slurmd))
+        steps = (
+            ("munged", self._start_munge),
+            ("mariadbd", self._start_mariadb),
+            ("slurmdbd", self._start_dbd),
+            ("slurmctld", self._start_ctld),
+            ("slurmd", self._start_slurmd),
+        )
         for name, step in steps:
             began = time.perf_counter()
             step()
@@ -153,17 +162,27 @@ class SlurmCluster:
             dev = self.root / "dev" / f"nvidia{i}"
             if not dev.exists():
                 os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a character device like /dev/null
-        values = {**self.ports, "root": self.root, "cluster": self.cluster, "host": self.host, "node": self.node,
-                  "cpus": CPUS, "gpu_type": GPU_TYPE, "memory": MEMORY_MB, "gpus": GPUS,
-                  "first_job_id": self.first_job_id,
-                  # cgroup v1 (writable here): memory limits and OUT_OF_MEMORY; otherwise no cgroup plugin at all
-                  "proctrack": "proctrack/cgroup" if self.oom_enforced else "proctrack/linuxproc",
-                  "task_plugin": "task/cgroup" if self.oom_enforced else "task/none"}
+        values = {
+            **self.ports,
+            "root": self.root,
+            "cluster": self.cluster,
+            "host": self.host,
+            "node": self.node,
+            "cpus": CPUS,
+            "gpu_type": GPU_TYPE,
+            "memory": MEMORY_MB,
+            "gpus": GPUS,
+            "first_job_id": self.first_job_id,
+            # cgroup v1 (writable here): memory limits and OUT_OF_MEMORY; otherwise no cgroup plugin at all
+            "proctrack": "proctrack/cgroup" if self.oom_enforced else "proctrack/linuxproc",
+            "task_plugin": "task/cgroup" if self.oom_enforced else "task/none",
+        }
         etc = self.root / "etc"
         (etc / "slurm.conf").write_text(SLURM_CONF.format(**values))
         (etc / "cgroup.conf").write_text(CGROUP_CONF)
-        (etc / "gres.conf").write_text(f"AutoDetect=off\nNodeName={self.node} Name=gpu Type={GPU_TYPE} "
-                                       f"File={self.root}/dev/nvidia[0-{GPUS - 1}]\n")
+        (etc / "gres.conf").write_text(
+            f"AutoDetect=off\nNodeName={self.node} Name=gpu Type={GPU_TYPE} File={self.root}/dev/nvidia[0-{GPUS - 1}]\n"
+        )
         dbd = etc / "slurmdbd.conf"
         dbd.write_text(SLURMDBD_CONF.format(**values))
         dbd.chmod(0o600)  # slurmdbd refuses a config others can read
@@ -174,32 +193,62 @@ class SlurmCluster:
         key.chmod(0o400)
         run = self.root / "run"
         run.chmod(0o755)
-        self._daemon("munged", ["munged", "--force", f"--key-file={key}", f"--socket={run}/munge.socket",
-                                f"--pid-file={run}/munged.pid", f"--seed-file={run}/munged.seed",
-                                f"--log-file={self.root}/log/munged.log"])
+        self._daemon(
+            "munged",
+            [
+                "munged",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={run}/munge.socket",
+                f"--pid-file={run}/munged.pid",
+                f"--seed-file={run}/munged.seed",
+                f"--log-file={self.root}/log/munged.log",
+            ],
+        )
         self._wait("munged", lambda: (run / "munge.socket").exists())
 
     def _start_mariadb(self) -> None:
         data = self.root / "db"
         common = ["--no-defaults", f"--datadir={data}", "--user=root"]
         if not (data / "mysql").is_dir():
-            self._daemon("mariadb-install-db", ["mariadb-install-db", *common, "--skip-test-db",
-                                                "--auth-root-authentication-method=normal", "--skip-name-resolve",
-                                                "--innodb-log-file-size=4M"])
+            self._daemon(
+                "mariadb-install-db",
+                [
+                    "mariadb-install-db",
+                    *common,
+                    "--skip-test-db",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-name-resolve",
+                    "--innodb-log-file-size=4M",
+                ],
+            )
         with open(self.root / "log" / "mariadbd.log", "ab") as log:  # mariadbd does not fork: keep its Popen
             self._mariadb = subprocess.Popen(
-                ["mariadbd", *common, f"--socket={self.root}/run/mysqld.sock", f"--port={self.ports['db_port']}",
-                 "--bind-address=127.0.0.1", f"--pid-file={self.root}/run/mariadbd.pid", "--skip-grant-tables",
-                 "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=4M", "--skip-log-bin"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env,
+                [
+                    "mariadbd",
+                    *common,
+                    f"--socket={self.root}/run/mysqld.sock",
+                    f"--port={self.ports['db_port']}",
+                    "--bind-address=127.0.0.1",
+                    f"--pid-file={self.root}/run/mariadbd.pid",
+                    "--skip-grant-tables",
+                    "--innodb-buffer-pool-size=16M",
+                    "--innodb-log-file-size=4M",
+                    "--skip-log-bin",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=self.env,
             )
         self._wait("mariadbd", lambda: _listening(self.ports["db_port"]))
 
     def _start_dbd(self) -> None:
         self._daemon("slurmdbd", ["slurmdbd"])
         self._wait("slurmdbd", lambda: _listening(self.ports["dbd_port"]), timeout=30)
-        self._wait("slurmdbd", lambda: self.run("sacctmgr", "-i", "add", "cluster", self.cluster,
-                                                check=False).returncode == 0)
+        self._wait(
+            "slurmdbd", lambda: self.run("sacctmgr", "-i", "add", "cluster", self.cluster, check=False).returncode == 0
+        )
 
     def _start_ctld(self) -> None:
         self._daemon("slurmctld", ["slurmctld", "-i"])
@@ -245,8 +294,14 @@ class SlurmCluster:
         self._scripts += 1
         path = cwd / f"job{self._scripts}.sh"
         path.write_text(script)
-        proc = subprocess.run(["sbatch", "--parsable", *args, path.name], capture_output=True, text=True,
-                              env=self.env, cwd=cwd, timeout=30)
+        proc = subprocess.run(
+            ["sbatch", "--parsable", *args, path.name],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=cwd,
+            timeout=30,
+        )
         if proc.returncode != 0:
             raise ClusterError(f"sbatch {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
         return proc.stdout.strip().split(";")[0]
@@ -308,6 +363,16 @@ def _alive(pid: int) -> bool:
 
 def missing_binaries() -> list[str]:
     """The Slurm, munge and MariaDB programs this cluster needs that are not installed."""
-    need = ("slurmctld", "slurmd", "slurmdbd", "sacct", "sacctmgr", "sbatch", "scontrol", "munged", "mariadbd",
-            "mariadb-install-db")
+    need = (
+        "slurmctld",
+        "slurmd",
+        "slurmdbd",
+        "sacct",
+        "sacctmgr",
+        "sbatch",
+        "scontrol",
+        "munged",
+        "mariadbd",
+        "mariadb-install-db",
+    )
     return [b for b in need if shutil.which(b) is None and not Path("/usr/sbin", b).exists()]

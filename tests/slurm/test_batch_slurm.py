@@ -25,8 +25,17 @@ from crashcart.batch.slurm_paths import derived_paths
 
 # Read at import: tests/conftest.py clears CRASHCART_* before each test runs.
 RECORD_DIR = os.environ.get("CRASHCART_SLURM_RECORD", "")
-TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-            "DEADLINE"}
+TERMINAL = {
+    "COMPLETED",
+    "FAILED",
+    "TIMEOUT",
+    "CANCELLED",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 
 GPU_OOM_LOG = """\
 iteration      120/  10000 | consumed samples: 30720 | elapsed time per iteration (ms): 812.4 | lm loss: 3.214E+00
@@ -57,7 +66,7 @@ ITERATIONS = "iteration 10/10000 | lm loss: 5.1E+00\niteration 20/10000 | lm los
 
 
 def _script(body: str, directives: str = "") -> str:
-    return f"#!/bin/bash\n{directives}echo \"CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"\n{body}"
+    return f'#!/bin/bash\n{directives}echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"\n{body}'
 
 
 def _print(text: str, stream: str = "") -> str:
@@ -65,8 +74,7 @@ def _print(text: str, stream: str = "") -> str:
 
 
 def _sacct_rows(cluster: SlurmCluster, ids: list[str]) -> dict[str, list[dict[str, str]]]:
-    out = cluster.run("sacct", "-X", "-P", "-n", "-j", ",".join(ids),
-                      "-o", "JobID,State,JobName,WorkDir").stdout
+    out = cluster.run("sacct", "-X", "-P", "-n", "-j", ",".join(ids), "-o", "JobID,State,JobName,WorkDir").stdout
     rows: dict[str, list[dict[str, str]]] = {}
     for line in out.splitlines():
         job_id, state, name, work_dir = line.split("|")
@@ -80,9 +88,12 @@ def wait_done(cluster: SlurmCluster, ids: dict[str, str], timeout: float, counts
     counts = counts or {}
     while True:
         rows = _sacct_rows(cluster, list(ids.values()))
-        pending = [n for n, i in ids.items()
-                   if len(rows.get(i, [])) < counts.get(n, 1)
-                   or any(r["state"] not in TERMINAL or r["name"] == "allocation" or not r["dir"] for r in rows[i])]
+        pending = [
+            n
+            for n, i in ids.items()
+            if len(rows.get(i, [])) < counts.get(n, 1)
+            or any(r["state"] not in TERMINAL or r["name"] == "allocation" or not r["dir"] for r in rows[i])
+        ]
         if not pending:
             return
         if time.monotonic() > deadline:
@@ -105,19 +116,38 @@ def submitted(slurm_cluster: SlurmCluster) -> dict[str, str]:
     (jobs / "logs").mkdir(parents=True, exist_ok=True)
     (jobs / "cancel").mkdir(exist_ok=True)
     ids = {"since": (datetime.now() - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S")}
-    ids["timeout"] = c.sbatch(_script(_print(ITERATIONS) + "sleep 600\n"), "-J", "train-timeout", "--time=1",
-                              "--gres=gpu:1")
-    ids["gpu_oom"] = c.sbatch(_script(_print(GPU_OOM_LOG) + "sleep 2\nexit 1\n"), "-J", "train-oom",
-                              "--gres=gpu:h100:2", "-o", "logs/%x-%j.out")
+    ids["timeout"] = c.sbatch(
+        _script(_print(ITERATIONS) + "sleep 600\n"), "-J", "train-timeout", "--time=1", "--gres=gpu:1"
+    )
+    ids["gpu_oom"] = c.sbatch(
+        _script(_print(GPU_OOM_LOG) + "sleep 2\nexit 1\n"),
+        "-J",
+        "train-oom",
+        "--gres=gpu:h100:2",
+        "-o",
+        "logs/%x-%j.out",
+    )
     nccl_directives = "#SBATCH --output=%x_%j.out\n#SBATCH --error=%x_%j.err\n#SBATCH --gpus=4\n#SBATCH -J train-nccl\n"
-    ids["nccl"] = c.sbatch(_script(_print(NCCL_STDOUT) + _print(NCCL_STDERR, ">&2 ") + "sleep 2\nexit 1\n",
-                                   nccl_directives))
+    ids["nccl"] = c.sbatch(
+        _script(_print(NCCL_STDOUT) + _print(NCCL_STDERR, ">&2 ") + "sleep 2\nexit 1\n", nccl_directives)
+    )
     ids["array"] = c.sbatch(_script(_print(CODE_BUG_LOG) + "exit 3\n"), "-J", "train-array", "-a", "1-2")
-    ids["cancel"] = c.sbatch(_script(_print(ITERATIONS) + "sleep 600\n"), "-J", "train-cancel",
-                             f"--comment={jobs / 'cancel'}", "-o", "cancel/slurm-%j.out")
-    ids["host_oom"] = c.sbatch(_script("echo loading dataset shards into memory\n"
-                                       "python3 -c 'b = b\"x\" * (512 * 2**20); print(len(b))'\n"),
-                               "-J", "data-oom", "--mem=64M", "-o", "host-%N-%u-%j.log")
+    ids["cancel"] = c.sbatch(
+        _script(_print(ITERATIONS) + "sleep 600\n"),
+        "-J",
+        "train-cancel",
+        f"--comment={jobs / 'cancel'}",
+        "-o",
+        "cancel/slurm-%j.out",
+    )
+    ids["host_oom"] = c.sbatch(
+        _script("echo loading dataset shards into memory\npython3 -c 'b = b\"x\" * (512 * 2**20); print(len(b))'\n"),
+        "-J",
+        "data-oom",
+        "--mem=64M",
+        "-o",
+        "host-%N-%u-%j.log",
+    )
     ids["never_ran"] = c.sbatch(_script("exit 0\n"), "-J", "never-ran", "--begin=now+3600")
     ids["ok"] = c.sbatch(_script(_print(ITERATIONS)), "-J", "train-ok")
     c.run("scancel", ids["never_ran"])
@@ -139,11 +169,14 @@ def quick(slurm_cluster: SlurmCluster, submitted: dict[str, str]) -> dict[str, B
 
 def test_finds_failed_jobs_with_states_nodes_gpus(slurm_cluster: SlurmCluster, submitted, quick) -> None:
     ids, node = submitted, slurm_cluster.node
-    expect = {ids["gpu_oom"]: ("train-oom", "FAILED", "1:0", 2), ids["nccl"]: ("train-nccl", "FAILED", "1:0", 4),
-              f"{ids['array']}_1": ("train-array", "FAILED", "3:0", 0),
-              f"{ids['array']}_2": ("train-array", "FAILED", "3:0", 0),
-              ids["cancel"]: ("train-cancel", "CANCELLED", "0:0", 0), ids["never_ran"]: ("never-ran", "CANCELLED",
-                                                                                          "0:0", 0)}
+    expect = {
+        ids["gpu_oom"]: ("train-oom", "FAILED", "1:0", 2),
+        ids["nccl"]: ("train-nccl", "FAILED", "1:0", 4),
+        f"{ids['array']}_1": ("train-array", "FAILED", "3:0", 0),
+        f"{ids['array']}_2": ("train-array", "FAILED", "3:0", 0),
+        ids["cancel"]: ("train-cancel", "CANCELLED", "0:0", 0),
+        ids["never_ran"]: ("never-ran", "CANCELLED", "0:0", 0),
+    }
     got = {j: (quick[j].name, quick[j].state, quick[j].exit_code, quick[j].gpus) for j in expect if j in quick}
     assert got == expect
     assert ids["ok"] not in quick  # COMPLETED is not a failure
@@ -165,8 +198,10 @@ def test_gpu_count_matches_what_the_job_saw(submitted, quick) -> None:
 def test_log_paths_from_each_source(slurm_cluster: SlurmCluster, submitted, quick) -> None:
     jobs, ids = slurm_cluster.root / "jobs", submitted
     assert quick[ids["gpu_oom"]].log_paths == [jobs / "logs" / f"train-oom-{ids['gpu_oom']}.out"]  # -o, command line
-    assert quick[ids["nccl"]].log_paths == [jobs / f"train-nccl_{ids['nccl']}.out",
-                                            jobs / f"train-nccl_{ids['nccl']}.err"]  # #SBATCH lines
+    assert quick[ids["nccl"]].log_paths == [
+        jobs / f"train-nccl_{ids['nccl']}.out",
+        jobs / f"train-nccl_{ids['nccl']}.err",
+    ]  # #SBATCH lines
     assert quick[ids["cancel"]].log_paths == [jobs / "cancel"]  # --comment holds a folder
     array_logs = [p for i in (1, 2) for p in quick[f"{ids['array']}_{i}"].log_paths]
     assert array_logs == [jobs / f"slurm-{ids['array']}_{i}.out" for i in (1, 2)]  # default for an array
@@ -175,8 +210,9 @@ def test_log_paths_from_each_source(slurm_cluster: SlurmCluster, submitted, quic
 def test_derivation_agrees_with_slurm(slurm_cluster: SlurmCluster, submitted, quick) -> None:
     """With no scontrol and no comment, SubmitLine and the stored #SBATCH lines lead to the files Slurm wrote."""
     names = ["gpu_oom", "nccl", "array"]
-    text = slurm_cluster.run("sacct", "-P", "-n", "-X", "-j", ",".join(submitted[n] for n in names),
-                             "-o", ",".join(SACCT_FIELDS)).stdout
+    text = slurm_cluster.run(
+        "sacct", "-P", "-n", "-X", "-j", ",".join(submitted[n] for n in names), "-o", ",".join(SACCT_FIELDS)
+    ).stdout
     rows = parse_sacct(text)
     assert len(rows) == len(names) + 1  # two array tasks
 
@@ -202,8 +238,12 @@ def test_out_of_memory_job(slurm_cluster: SlurmCluster, submitted, quick) -> Non
         pytest.skip("no writable cgroup v1 memory hierarchy: Slurm cannot enforce --mem here, so no OUT_OF_MEMORY")
     job_id = submitted["host_oom"]
     job = quick[job_id]
-    assert (job.name, job.state, job.exit_code, job.nodes) == ("data-oom", "OUT_OF_MEMORY", "0:125",
-                                                               [slurm_cluster.node])
+    assert (job.name, job.state, job.exit_code, job.nodes) == (
+        "data-oom",
+        "OUT_OF_MEMORY",
+        "0:125",
+        [slurm_cluster.node],
+    )
     expected = slurm_cluster.root / "jobs" / f"host-{slurm_cluster.node}-root-{job_id}.log"  # -o host-%N-%u-%j.log
     assert job.log_paths == [expected]
     row = parse_sacct(slurm_cluster.run("sacct", "-P", "-n", "-X", "-j", job_id, "-o", ",".join(SACCT_FIELDS)).stdout)
@@ -265,8 +305,19 @@ def test_cli_batch_slurm(submitted, timed_out, cli, tmp_path: Path) -> None:
 
     if "batch" not in {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}:
         pytest.skip("`crashcart batch` is not registered in crashcart/cli.py yet")
-    code, out, err = cli("batch", "--slurm", "--since", submitted["since"], "--format", "json", "--no-memory",
-                         "--results", str(tmp_path / "results.db"), "--workers", "2")
+    code, out, err = cli(
+        "batch",
+        "--slurm",
+        "--since",
+        submitted["since"],
+        "--format",
+        "json",
+        "--no-memory",
+        "--results",
+        str(tmp_path / "results.db"),
+        "--workers",
+        "2",
+    )
     assert code == 0, err
     results = {r["job"]["job_id"]: r for r in json.loads(out)["results"]}
     assert results[submitted["gpu_oom"]]["diagnosis"]["failure_class"] == "gpu_oom"
@@ -277,8 +328,9 @@ def test_cli_batch_slurm(submitted, timed_out, cli, tmp_path: Path) -> None:
 def test_node_fail(slurm_cluster: SlurmCluster, submitted, timed_out) -> None:
     """Last and alone (after `timed_out`): taking the node down kills every job on it."""
     c = slurm_cluster
-    job_id = c.sbatch(_script(_print(ITERATIONS) + "sleep 600\n"), "-J", "train-nodefail", "--gres=gpu:8",
-                      "--no-requeue")  # else Slurm requeues it and the NODE_FAIL record is replaced
+    job_id = c.sbatch(
+        _script(_print(ITERATIONS) + "sleep 600\n"), "-J", "train-nodefail", "--gres=gpu:8", "--no-requeue"
+    )  # else Slurm requeues it and the NODE_FAIL record is replaced
     wait_state(c, job_id, "RUNNING")
     time.sleep(1)
     c.run("scontrol", "update", f"nodename={c.node}", "state=down", "reason=crashcart-test")
@@ -304,15 +356,30 @@ def _record(cluster: SlurmCluster, submitted: dict[str, str], suffix: str = "") 
     fmt = ",".join(SACCT_FIELDS)
     states = "FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED"
     name = f"sacct_failed{'_' + suffix if suffix else ''}.txt"
-    (out / name).write_text(cluster.run("sacct", "--parsable2", "--noheader", "--allocations", "--starttime",
-                                        submitted["since"], "--endtime", "now", "--state", states, "--format",
-                                        fmt).stdout)
+    (out / name).write_text(
+        cluster.run(
+            "sacct",
+            "--parsable2",
+            "--noheader",
+            "--allocations",
+            "--starttime",
+            submitted["since"],
+            "--endtime",
+            "now",
+            "--state",
+            states,
+            "--format",
+            fmt,
+        ).stdout
+    )
     if suffix:
         return
-    (out / "sacct_all_header.txt").write_text(cluster.run("sacct", "--parsable2", "--allocations", "--starttime",
-                                                          submitted["since"], "--format", fmt).stdout)
+    (out / "sacct_all_header.txt").write_text(
+        cluster.run("sacct", "--parsable2", "--allocations", "--starttime", submitted["since"], "--format", fmt).stdout
+    )
     (out / "scontrol_show_job.txt").write_text(cluster.run("scontrol", "--oneliner", "show", "job").stdout)
-    (out / "sacct_batch_script.txt").write_text(cluster.run("sacct", "--batch-script", "--jobs",
-                                                            submitted["nccl"]).stdout)
+    (out / "sacct_batch_script.txt").write_text(
+        cluster.run("sacct", "--batch-script", "--jobs", submitted["nccl"]).stdout
+    )
     bad = cluster.run("sacct", "--starttime", "yesterday-ish", check=False)
     (out / "sacct_error.txt").write_text(f"exit {bad.returncode}\n{bad.stderr}")

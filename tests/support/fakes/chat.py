@@ -60,8 +60,10 @@ class ScriptedChatModel(GenericFakeChatModel):
         self.sent.append(list(messages))
         self.call_kwargs.append(dict(kwargs))
         if not self.script:
-            raise ScriptExhausted(f"ScriptedChatModel: script exhausted after {self.calls - 1} call(s); "
-                                  "script more replies in fake_chat([...])")
+            raise ScriptExhausted(
+                f"ScriptedChatModel: script exhausted after {self.calls - 1} call(s); "
+                "script more replies in fake_chat([...])"
+            )
         step = self.script.pop(0)
         if isinstance(step, BaseException):
             raise step
@@ -69,8 +71,15 @@ class ScriptedChatModel(GenericFakeChatModel):
         if reply.usage_metadata is None:
             tokens_in = _tokens("".join(str(m.content) for m in messages))
             tokens_out = _tokens(str(reply.content))
-            reply = reply.model_copy(update={"usage_metadata": {
-                "input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}})
+            reply = reply.model_copy(
+                update={
+                    "usage_metadata": {
+                        "input_tokens": tokens_in,
+                        "output_tokens": tokens_out,
+                        "total_tokens": tokens_in + tokens_out,
+                    }
+                }
+            )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]

@@ -77,8 +77,11 @@ def _completion(step: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": step.text or (None if step.tool_calls else "")}
     if step.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{n}_{i}", "type": "function",
-             "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))},
+            }
             for i, c in enumerate(step.tool_calls)
         ]
     return {
@@ -86,8 +89,14 @@ def _completion(step: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "fake-model"),
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "tool_calls" if step.tool_calls else step.finish_reason}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if step.tool_calls else step.finish_reason,
+            }
+        ],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }
 
@@ -103,8 +112,9 @@ class FakeOpenAIServer:
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -154,8 +164,10 @@ class FakeOpenAIServer:
             return len(self.log)
 
     def _exhausted_message(self) -> str:
-        return (f"fake OpenAI server: script exhausted after {self._served} step(s); "
-                "add more steps with openai_server.script([...])")
+        return (
+            f"fake OpenAI server: script exhausted after {self._served} step(s); "
+            "add more steps with openai_server.script([...])"
+        )
 
 
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -184,16 +196,28 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (a timeout test): nothing to answer
 
     def _not_found(self) -> None:
-        self._send(404, {"error": {"message": f"fake OpenAI server: no route {self.command} {self.path}",
-                                   "type": "invalid_request_error"}})
+        self._send(
+            404,
+            {
+                "error": {
+                    "message": f"fake OpenAI server: no route {self.command} {self.path}",
+                    "type": "invalid_request_error",
+                }
+            },
+        )
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self.fake._record(Recorded("GET", self.path, dict(self.headers), None))
         if self.path not in MODELS_PATHS:
             self._not_found()
             return
-        self._send(200, {"object": "list", "data": [
-            {"id": "fake-model", "object": "model", "created": 0, "owned_by": "crashcart-tests"}]})
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "crashcart-tests"}],
+            },
+        )
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         length = int(self.headers.get("Content-Length") or 0)
@@ -206,8 +230,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path not in CHAT_PATHS:
             self._not_found()
         elif body.get("stream"):
-            self._send(400, {"error": {"message": "fake OpenAI server: streaming is not scripted",
-                                       "type": "invalid_request_error"}})
+            self._send(
+                400,
+                {
+                    "error": {
+                        "message": "fake OpenAI server: streaming is not scripted",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
         else:
             self._answer(self.fake._next(), body, n)
 
@@ -220,8 +251,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"error": {"message": self.fake._exhausted_message(), "type": "server_error"}})
         elif isinstance(step, Fail):
             headers = {"Retry-After": step.retry_after} if step.retry_after is not None else {}
-            payload = step.body if step.body is not None else {
-                "error": {"message": step.message, "type": "scripted_error", "code": str(step.status)}}
+            payload = (
+                step.body
+                if step.body is not None
+                else {"error": {"message": step.message, "type": "scripted_error", "code": str(step.status)}}
+            )
             self._send(step.status, payload, headers)
         else:
             self._send(200, _completion(Reply(step) if isinstance(step, str) else step, body, n))

@@ -63,8 +63,9 @@ class FakeSlackAPI:
         self._ts = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"fake": self}))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-slack", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-slack", daemon=True
+        )
 
     @property
     def root(self) -> str:
@@ -102,8 +103,9 @@ class FakeSlackAPI:
             while len([c for c in self.calls if c.method == method]) < n:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"fake Slack: {n} {method} call(s) expected, got "
-                                         f"{[c.method for c in self.calls]}")
+                    raise AssertionError(
+                        f"fake Slack: {n} {method} call(s) expected, got {[c.method for c in self.calls]}"
+                    )
                 self._lock.wait(left)
             return [c for c in self.calls if c.method == method][:n]
 
@@ -124,8 +126,15 @@ class FakeSlackAPI:
         return handler(params, ts) if handler else {"ok": False, "error": "unknown_method"}
 
     def _auth_test(self, params: dict, ts: str) -> dict:
-        return {"ok": True, "url": self.root + "/", "team": "test", "user": "crashcart", "team_id": TEAM,
-                "user_id": BOT_USER, "bot_id": "BCRASHBOT"}
+        return {
+            "ok": True,
+            "url": self.root + "/",
+            "team": "test",
+            "user": "crashcart",
+            "team_id": TEAM,
+            "user_id": BOT_USER,
+            "bot_id": "BCRASHBOT",
+        }
 
     def _chat_postMessage(self, params: dict, ts: str) -> dict:  # noqa: N802 - Slack's method name
         return {"ok": True, "channel": params.get("channel"), "ts": ts, "message": {"text": params.get("text")}}
@@ -150,9 +159,17 @@ class FakeSlackAPI:
         if f is None:
             return {"ok": False, "error": "file_not_found"}
         url = f.url or f"{self.root}/files-pri/{TEAM}-{params['file']}/{quote(f.name, safe='')}"
-        return {"ok": True, "file": {"id": params["file"], "name": f.name, "mimetype": f.mimetype,
-                                     "size": len(f.content) if f.size is None else f.size,
-                                     "url_private": url, "url_private_download": url}}
+        return {
+            "ok": True,
+            "file": {
+                "id": params["file"],
+                "name": f.name,
+                "mimetype": f.mimetype,
+                "size": len(f.content) if f.size is None else f.size,
+                "url_private": url,
+                "url_private_download": url,
+            },
+        }
 
     def _response(self, params: dict, ts: str) -> dict:
         return {"ok": True}
@@ -229,24 +246,52 @@ def signed(secret: str, body: str, timestamp: int | None = None, content_type: s
 
 def event_body(event: dict[str, Any]) -> str:
     """An Events API callback (JSON)."""
-    return json.dumps({"token": "legacy", "team_id": TEAM, "api_app_id": "ACRASH", "type": "event_callback",
-                       "event_id": f"Ev{time.monotonic_ns()}", "event_time": int(time.time()),
-                       "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
-                       "event": event})
+    return json.dumps(
+        {
+            "token": "legacy",
+            "team_id": TEAM,
+            "api_app_id": "ACRASH",
+            "type": "event_callback",
+            "event_id": f"Ev{time.monotonic_ns()}",
+            "event_time": int(time.time()),
+            "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+            "event": event,
+        }
+    )
 
 
 def command_body(text: str, user: str, channel: str, response_url: str, command: str = "/crashcart") -> str:
     """A slash command (form-encoded)."""
-    return urlencode({"token": "legacy", "team_id": TEAM, "channel_id": channel, "channel_name": "test",
-                      "user_id": user, "user_name": user.lower(), "command": command, "text": text,
-                      "api_app_id": "ACRASH", "response_url": response_url, "trigger_id": "1.2.3"})
+    return urlencode(
+        {
+            "token": "legacy",
+            "team_id": TEAM,
+            "channel_id": channel,
+            "channel_name": "test",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": "ACRASH",
+            "response_url": response_url,
+            "trigger_id": "1.2.3",
+        }
+    )
 
 
 def action_body(action: dict[str, Any], user: str, channel: str, message: dict[str, Any], response_url: str) -> str:
     """A block_actions payload for a click on `message` (form-encoded payload=JSON)."""
-    payload = {"type": "block_actions", "team": {"id": TEAM}, "user": {"id": user, "team_id": TEAM},
-               "api_app_id": "ACRASH", "token": "legacy", "trigger_id": "1.2.3", "response_url": response_url,
-               "container": {"type": "message", "message_ts": message["ts"], "channel_id": channel,
-                             "is_ephemeral": False},
-               "channel": {"id": channel}, "message": message, "actions": [{**action, "action_ts": "1.2"}]}
+    payload = {
+        "type": "block_actions",
+        "team": {"id": TEAM},
+        "user": {"id": user, "team_id": TEAM},
+        "api_app_id": "ACRASH",
+        "token": "legacy",
+        "trigger_id": "1.2.3",
+        "response_url": response_url,
+        "container": {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False},
+        "channel": {"id": channel},
+        "message": message,
+        "actions": [{**action, "action_ts": "1.2"}],
+    }
     return urlencode({"payload": json.dumps(payload)})

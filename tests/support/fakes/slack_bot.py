@@ -35,8 +35,15 @@ class Bot:
     def mention(self, text: str, files: list[dict] | None = None, user: str = "UASKER") -> str:
         """An @crashcart mention in the test channel; returns its ts (the thread the reply goes to)."""
         ts = f"1699999999.{next(_ts):06d}"
-        event = {"type": "app_mention", "user": user, "text": f"<@{BOT_USER}> {text}", "ts": ts,
-                 "channel": CHANNEL, "event_ts": ts, **({"files": files} if files else {})}
+        event = {
+            "type": "app_mention",
+            "user": user,
+            "text": f"<@{BOT_USER}> {text}",
+            "ts": ts,
+            "channel": CHANNEL,
+            "event_ts": ts,
+            **({"files": files} if files else {}),
+        }
         assert self.send(event_body(event)).status == 200
         return ts
 
@@ -57,8 +64,13 @@ class Bot:
             action["value"] = element["value"]
         else:
             action["selected_option"] = next(o for o in element["options"] if o["value"].endswith(option or ""))
-        message = {"type": "message", "ts": post.ts, "thread_ts": post.params.get("thread_ts"),
-                   "text": post.params.get("text"), "blocks": post.params["blocks"]}
+        message = {
+            "type": "message",
+            "ts": post.ts,
+            "thread_ts": post.params.get("thread_ts"),
+            "text": post.params.get("text"),
+            "blocks": post.params["blocks"],
+        }
         return self.send(action_body(action, user, CHANNEL, message, self.api.root + "/response/2"), FORM)
 
 

@@ -70,8 +70,14 @@ class SlurmStubs:
         (self.bin / f"{name}.json").write_text(json.dumps(table))
         (self.bin / f"{name}.calls").write_text("")
         path = self.bin / name
-        path.write_text(_SCRIPT.format(python=sys.executable, name=name, calls=str(self.bin / f"{name}.calls"),
-                                       replies=str(self.bin / f"{name}.json")))
+        path.write_text(
+            _SCRIPT.format(
+                python=sys.executable,
+                name=name,
+                calls=str(self.bin / f"{name}.calls"),
+                replies=str(self.bin / f"{name}.json"),
+            )
+        )
         path.chmod(0o755)
         return path
 
