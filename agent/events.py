@@ -16,6 +16,7 @@ from pydantic import Field
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
 from crashcart.parsers.models import FileScan, RuleHit
+from crashcart.parsers.numbers import small_int
 
 
 class _EventBase(LineRef):
@@ -97,13 +98,12 @@ def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | Collect
         priority=hit.priority,
         stage=hit.stage,
     )
-    xid = hit.captures.get("xid", "")
-    if xid.isdigit():
-        return XidEvent(xid=int(xid), **base)
+    xid = small_int(hit.captures.get("xid", ""))
+    if xid is not None:
+        return XidEvent(xid=xid, **base)
     if hit.failure_class is FailureClass.COLLECTIVE_TIMEOUT:
-        seq = hit.captures.get("seq", "")
-        op = hit.captures.get("op")
-        return CollectiveTimeoutEvent(op=op, seq=int(seq) if seq.isdigit() else None, **base)
+        seq = small_int(hit.captures.get("seq", ""))
+        return CollectiveTimeoutEvent(op=hit.captures.get("op"), seq=seq, **base)
     return FailureEvent(**base)
 
 
@@ -143,7 +143,8 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
             if not _PROGRESS_TEMPLATE.search(stat.template):
                 continue
             value = _PROGRESS_VALUE.search(stat.last.text)
-            if value is None:
+            iteration = small_int(value.group(1)) if value else None
+            if iteration is None:
                 continue
             last = stat.last
             event = ProgressEvent(
@@ -154,7 +155,7 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
                 rank=last.rank,
                 text=last.text,
                 count=stat.count,
-                iteration=int(value.group(1)),
+                iteration=iteration,
             )
             key = (stat.node, stat.rank, scan.file)
             if key not in latest or latest[key].line < event.line:
@@ -177,8 +178,8 @@ def rank_hosts(scans: list[FileScan]) -> dict[int, str]:
     for scan in scans:
         pairs = [(_global_rank(ref, scan), ref.node) for stat in scan.templates for ref in (stat.first, stat.last)]
         for hit in scan.hits:  # NCCL's "comm 0x.. rank 19 nranks 32" names the global rank itself
-            named = hit.captures.get("rank", "")
-            pairs.append((int(named) if named.isdigit() else _global_rank(hit.ref, scan), hit.ref.node))
+            named = small_int(hit.captures.get("rank", ""))
+            pairs.append((named if named is not None else _global_rank(hit.ref, scan), hit.ref.node))
         for rank, node in pairs:
             if node and rank is not None:
                 seen.setdefault(rank, Counter())[node] += 1
@@ -187,7 +188,7 @@ def rank_hosts(scans: list[FileScan]) -> dict[int, str]:
 
 def _global_rank(ref: LineRef, scan: FileScan) -> int | None:
     found = _GLOBAL_RANK.search(ref.text[:80])
-    return int(found.group(1)) if found else scan.rank
+    return small_int(found.group(1)) if found else scan.rank
 
 
 def build_events(scans: list[FileScan]) -> list[Event]:

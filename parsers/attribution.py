@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from crashcart.parsers.numbers import small_int
+
 
 class Attribution(NamedTuple):
     """Node and global rank of a file or line; None where it cannot be read off (a tuple: hot path)."""
@@ -268,8 +270,7 @@ def _node_in_body(body: str) -> tuple[str | None, int | None]:
         m = _SRUN.match(body, at)
         if m:
             tasks = m.group(2)
-            rank = int(tasks) if tasks and tasks.isdigit() else None
-            return m.group(1) or m.group(3) or m.group(4), rank
+            return m.group(1) or m.group(3) or m.group(4), small_int(tasks) if tasks else None
     if "***" in body:
         m = _STEPD.search(body)
         if m:
@@ -394,7 +395,7 @@ def _node_from_name(name: str) -> str | None:
 def _rank_from_name(name: str) -> int | None:
     m = _SLURM_FILE.fullmatch(name)
     if m:
-        return int(m.group(1)) if m.group(1) else None
+        return small_int(m.group(1)) if m.group(1) else None
     m = _RANK_NAME.search(name)
     return int(m.group(2)) if m and not m.group(1) else None
 

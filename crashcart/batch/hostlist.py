@@ -8,10 +8,12 @@ range's first bound (`01-10` -> 01 .. 10).
 
 from __future__ import annotations
 
+import math
 import re
 from itertools import product
 
 from crashcart.knowledge.errors import InputError
+from crashcart.parsers.numbers import small_int
 
 MAX_HOSTS = 100_000  # a typo like node[1-99999999] must not eat the machine
 _EMPTY = {"", "None assigned", "(null)", "None"}
@@ -59,6 +61,8 @@ def _expand_item(item: str, whole: str) -> list[str]:
     parts.append([literals[-1]])
     if any(ch in literal for literal in literals for ch in "[]"):
         raise InputError(f"unbalanced brackets in hostlist {whole!r}: check the NodeList in sacct")
+    if math.prod(map(len, parts)) > MAX_HOSTS:  # several brackets multiply: count before making the names
+        raise InputError(f"hostlist {whole!r} names more than {MAX_HOSTS} hosts: check the NodeList in sacct")
     return ["".join(combo) for combo in product(*parts)]
 
 
@@ -67,13 +71,14 @@ def _expand_ranges(body: str, whole: str) -> list[str]:
     out: list[str] = []
     for piece in body.split(","):
         match = _RANGE.match(piece.strip())
-        if not match:
+        low = small_int(match.group(1)) if match else None
+        high = small_int(match.group(2) or match.group(1)) if match else None
+        if match is None or low is None or high is None:
             raise InputError(f"bad range {piece!r} in hostlist {whole!r}: check the NodeList in sacct")
-        low, high = match.group(1), match.group(2) or match.group(1)
-        if int(high) < int(low):
+        if high < low:
             raise InputError(f"descending range {piece!r} in hostlist {whole!r}: check the NodeList in sacct")
-        if int(high) - int(low) > MAX_HOSTS:
+        if len(out) + high - low >= MAX_HOSTS:
             raise InputError(f"hostlist {whole!r} names more than {MAX_HOSTS} hosts: check the NodeList in sacct")
-        width = len(low)
-        out += [str(n).zfill(width) for n in range(int(low), int(high) + 1)]
+        width = len(match.group(1))
+        out += [str(n).zfill(width) for n in range(low, high + 1)]
     return out

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from crashcart.batch.hostlist import expand_hostlist
 from crashcart.knowledge.records import Strict
+from crashcart.parsers.numbers import small_int
 
 # The columns `slurm_jobs` asks for, in order. All exist in Slurm 22.05 (checked with `sacct --helpformat`).
 SACCT_FIELDS = (
@@ -76,10 +77,11 @@ def tres_gpus(tres: str) -> int:
     """GPUs in a TRES string: `gres/gpu=8`, or the sum of typed `gres/gpu:h100=8` when no untyped count."""
     untyped, typed = None, 0
     for match in _GPU_TRES.finditer(tres):
+        count = small_int(match.group(2)) or 0
         if match.group(1) is None:
-            untyped = int(match.group(2))
+            untyped = count
         else:
-            typed += int(match.group(2))
+            typed += count
     return untyped if untyped is not None else typed
 
 
@@ -112,7 +114,7 @@ def _row(col: dict[str, str]) -> SacctRow:
         user=col.get("User", ""),
         node_list=col.get("NodeList", ""),
         alloc_tres=col.get("AllocTRES", ""),
-        elapsed_s=int(col.get("ElapsedRaw") or 0),
+        elapsed_s=small_int(col.get("ElapsedRaw", "")) or 0,
         start=_time(col.get("Start", "")),
         end=_time(col.get("End", "")),
         work_dir=col.get("WorkDir", ""),

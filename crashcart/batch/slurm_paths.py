@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from crashcart.batch.sacct import SacctRow
+from crashcart.parsers.numbers import small_int
 
 # Short sbatch options that take a value (`-J name`, `-Jname`); the others are flags.
 _SHORT_WITH_VALUE = set("AabcDdeFGiJLMmNnopqStwxCB")
@@ -46,6 +47,7 @@ _LONG_FLAGS = {
 _NAMES = {"o": "output", "e": "error"}
 _PATTERN = re.compile(r"%(\d*)([%AabJjNnstux])")
 _NUMERIC = set("AabJjnt")
+_MAX_PAD = 10  # sbatch pads to 10 digits at most, whatever the pattern asks (its man page, filename pattern)
 
 
 def expand_pattern(pattern: str, row: SacctRow, only: str | None = None) -> str:
@@ -71,14 +73,18 @@ def expand_pattern(pattern: str, row: SacctRow, only: str | None = None) -> str:
         "u": row.user,
         "x": row.name,
     }
-    values["b"] = str(int(values["a"]) % 10) if values["a"].isdigit() else values["a"]
+    task = small_int(values["a"])
+    values["b"] = str(task % 10) if task is not None else values["a"]
 
     def one(match: re.Match[str]) -> str:
         width, letter = match.group(1), match.group(2)
         if only is not None and letter not in only:
             return match.group(0)
         value = values[letter]
-        return value.zfill(int(width)) if width and letter in _NUMERIC else value
+        if not width or letter not in _NUMERIC:
+            return value
+        pad = small_int(width)
+        return value.zfill(_MAX_PAD if pad is None else min(pad, _MAX_PAD))
 
     return _PATTERN.sub(one, pattern)
 

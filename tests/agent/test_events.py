@@ -165,3 +165,43 @@ def test_a_node_named_in_the_message_is_the_events_node() -> None:
     )
     (event,) = build_events([_scan("slurm-1.out", [hit])])
     assert (event.node, event.names_node) == ("node07", True)
+
+
+BIG = "9" * 5000  # over Python's 4,300-digit int() limit
+
+
+def test_absurd_numbers_in_captures_give_no_number_not_a_crash() -> None:
+    # the lines of the tests above, their numbers replaced by absurd ones
+    hits = [
+        _hit("k.log", 1, f"NVRM: Xid (PCI:0000:3b:00): {BIG}, pid=1", rule="xid", captures={"xid": BIG}),
+        _hit(
+            "k.log",
+            2,
+            f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={BIG}, OpType=ALLREDUCE",
+            FailureClass.COLLECTIVE_TIMEOUT,
+            rule="wd",
+            role=Role.SYMPTOM,
+            captures={"seq": BIG, "op": "ALLREDUCE"},
+        ),
+        _hit(
+            "k.log",
+            3,
+            f"node02:4311:4400 [3] NCCL INFO comm 0x55 rank {BIG} nranks 32 - Init COMPLETE",
+            rule="ctx.nccl_init",
+            role=Role.CONTEXT,
+            node="node02",
+            captures={"rank": BIG},
+        ),
+        _hit("k.log", 4, f"[rank{BIG}]: torch.OutOfMemoryError: CUDA out of memory.", FailureClass.GPU_OOM, rule="oom"),
+    ]
+    events = build_events([_scan("k.log", hits)])
+    assert [type(e) for e in events] == [FailureEvent, CollectiveTimeoutEvent, FailureEvent]
+    assert (events[1].seq, events[1].op) == (None, "ALLREDUCE")
+
+
+def test_an_absurd_iteration_is_no_progress() -> None:
+    last = LineRef(file="a.log", line=90, text=f" iteration     {BIG}/  500 | lm loss: 1.9 |", rank=0)
+    stat = TemplateStat(
+        template_id="t", template=" iteration <NUM>/ <NUM> | lm loss: <NUM> |", rank=0, count=50, first=last, last=last
+    )
+    assert build_events([_scan("a.log", [], [stat])]) == []

@@ -82,6 +82,12 @@ def test_parse_skips_a_header_and_keeps_free_text_whole() -> None:
     assert second.submit_line == "sbatch --wrap echo a\necho b"
 
 
+def test_an_absurd_elapsed_time_is_no_time() -> None:
+    # the second row above, its ElapsedRaw past int()'s 4,300 digits
+    text = "8|8|two|FAILED|1:0|ann|n3|cpu=1|" + "9" * 5000 + "|Unknown|None|/w||sbatch --wrap echo a\n"
+    assert [r.elapsed_s for r in parse_sacct(text)] == [0]
+
+
 @pytest.mark.parametrize(
     ("tres", "gpus"),
     [
@@ -93,6 +99,7 @@ def test_parse_skips_a_header_and_keeps_free_text_whole() -> None:
         ("gres/gpumem=80G,gres/gpuutil=100", 0),  # other TRES that start with "gpu"
         ("billing=1,cpu=1,mem=256M,node=1", 0),
         ("", 0),
+        ("gres/gpu=" + "9" * 5000, 0),  # past int()'s 4,300 digits: no count rather than a crash
     ],
 )
 def test_gpus_from_alloc_tres(tres: str, gpus: int) -> None:
@@ -125,6 +132,9 @@ def test_expand_hostlist(hostlist: str, hosts: list[str]) -> None:
         ("n[a-b]", "bad range 'a-b' in hostlist 'n[a-b]'"),
         ("n[3-1]", "descending range '3-1'"),
         ("n[1-99999999]", "names more than 100000 hosts"),
+        ("n[1-" + "9" * 5000 + "]", "bad range"),  # past int()'s 4,300 digits
+        ("n[1-100000][1-100000]", "names more than 100000 hosts"),  # refused before 10**10 names are made
+        ("n[" + ",".join(["1-90000"] * 3) + "]", "names more than 100000 hosts"),
     ],
 )
 def test_bad_hostlists_name_the_text(hostlist: str, message: str) -> None:
@@ -145,6 +155,8 @@ def test_bad_hostlists_name_the_text(hostlist: str, message: str) -> None:
         ("train-oom", "%A %a %J %s %t %n", "17039282 4294967294 17039282 batch 0 0"),  # measured on 22.05
         ("train-oom", "100%%-%q", "100%-%q"),  # %% is %, an unknown letter stays
         ("train-oom", "raw\\%j.out", "raw%j.out"),  # a backslash turns patterns off
+        ("train-oom", "%99999999999j", "0017039282"),  # sbatch pads to 10 at most (its man page)
+        ("train-oom", "%" + "9" * 5000 + "j", "0017039282"),
     ],
 )
 def test_expand_pattern(row: str, pattern: str, expanded: str) -> None:

@@ -235,3 +235,23 @@ def test_strip_prefixes(line: str, expected: str) -> None:
 def test_attribution_is_a_cheap_tuple() -> None:
     a = Attribution("node17", 3)
     assert a == ("node17", 3) and a.node == "node17" and a.rank == 3
+
+
+BIG = "9" * 5000  # over Python's 4,300-digit int() limit
+
+
+@pytest.mark.parametrize(
+    ("line", "node", "rank"),
+    [
+        # the srun line from the table above, its task id replaced by an absurd one
+        (f"srun: error: node17: task {BIG}: Exited with exit code 1", "node17", None),
+        (f"srun: error: node17: task {'1' * 21}: Exited with exit code 1", "node17", None),
+        (f"[rank{BIG}]: RuntimeError: NCCL communicator was aborted", None, None),
+    ],
+)
+def test_absurd_numbers_in_a_line_are_no_rank(line: str, node: str | None, rank: int | None) -> None:
+    assert attribute_line(line) == Attribution(node, rank)
+
+
+def test_an_absurd_number_in_a_file_name_is_no_rank() -> None:
+    assert attribution_from_path(f"logs/slurm-1234-{'9' * 250}.out") == NONE
