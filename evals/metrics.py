@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.parsers.numbers import small_int
 
 ERROR_COLUMN = "error"
 _RANK_LIKE = re.compile(r"^\[?\s*(?:rank\s*)?(\d+)\s*\]?$", re.IGNORECASE)
@@ -89,7 +90,7 @@ def evidence_hit(result: CaseResult) -> bool:
 def rank_number(label: str) -> int | None:
     """The rank a rank-like label names (`rank12`, `Rank 1`, `[rank3]`, `290`), else None (a hostname)."""
     m = _RANK_LIKE.match(label.strip())
-    return int(m.group(1)) if m else None
+    return small_int(m.group(1)) if m else None
 
 
 def node_matches(label: str, nodes: list[str], ranks: list[int]) -> bool:

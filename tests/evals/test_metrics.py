@@ -219,6 +219,7 @@ def test_evidence_rate_is_over_labeled_cases_only() -> None:
         ("gpu-node-3", None),
         ("rank", None),
         ("12a", None),
+        ("rank" + "9" * 5000, None),  # a label past int()'s 4,300 digits names no rank
     ],
 )
 def test_rank_number(label: str, number: int | None) -> None:
