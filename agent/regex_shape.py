@@ -5,7 +5,11 @@ people copy into grep -P, Python or Elasticsearch, where `(a+)+` or `(\\w+\\s?)*
 near-miss line; and such shapes mark a sloppy regex. So the shapes are refused up front, without running them.
 
 The checks are conservative: a repeat whose body holds an unbounded repeat is refused even where the two could
-not in fact match the same text (`(?:\\d+\\.)+`). A proposer can always write those forms another way.
+not in fact match the same text (`(?:\\d+\\.)+`), and so is a repeated alternation whose branches start alike, even
+where the next character tells them apart (`(x|xy)*`). A proposer can always write those forms another way.
+
+RE2 syntax Python lacks (`\\p{Greek}`, `[[:alpha:]]`, `\\Q...\\E`, `\\x{41}`, `\\z`, `(?<name>...)`) is rewritten to a
+Python equivalent of the same shape before parsing, so those patterns are checked too (`parse`).
 """
 
 from __future__ import annotations
@@ -30,19 +34,87 @@ NESTED = (
     "write the repeated part once"
 )
 OVERLAP = (
-    "backtracking: alternation of overlapping branches under a repeat (like (a|a)* or (x|xy)*); "
-    "make the branches start differently or drop the repeat"
+    "backtracking: alternation of overlapping branches under a repeat (like (a|a)* or (x|xy)*, two branches that "
+    "start alike); make the branches start differently or drop the repeat"
 )
+_ANY = r"[\s\S]"  # what a Unicode class (\p{...}) stands for in the shape: any one character
+_POSIX = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
 
 
 def parse(pattern: str) -> Items | None:
-    """Python's parse tree of the pattern, or None where Python's syntax differs from RE2's ([[:alpha:]], \\z)."""
+    """Python's parse tree of the pattern (RE2-only syntax rewritten first), or None where Python cannot read it."""
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "possible nested set" for POSIX classes
-            return sre_parse.parse(pattern)
+            warnings.simplefilter("ignore")  # "possible nested set" and the like
+            return sre_parse.parse(python_syntax(pattern))
     except (re.error, RecursionError, OverflowError):
         return None
+
+
+def python_syntax(pattern: str) -> str:
+    """The pattern with RE2 constructs Python lacks replaced by Python ones of the same shape and literals."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        text, i, in_class = _token(pattern, i, in_class)
+        out.append(text)
+    return "".join(out)
+
+
+def _token(pattern: str, i: int, in_class: bool) -> tuple[str, int, bool]:
+    """One token at i as Python writes it, the index after it, and whether a [...] class is open after it."""
+    c = pattern[i]
+    if c == "\\" and i + 1 < len(pattern):
+        text, end = _escape(pattern, i, in_class)
+        return text, end, in_class
+    if in_class:
+        if pattern.startswith("[:", i) and (end := pattern.find(":]", i + 2)) > 0:
+            return _POSIX.get(pattern[i + 2 : end], "\\s\\S"), end + 2, True  # [:^alpha:] and the like: any
+        return c, i + 1, c != "]"
+    if c == "[":
+        end = i + 1 + pattern.startswith("^", i + 1)
+        end += pattern.startswith("]", end)  # a ] first in the class is a literal
+        return pattern[i:end], end, True
+    if pattern.startswith("(?<", i) and pattern[i + 3 : i + 4] not in ("=", "!"):
+        return "(?P<", i + 3, False  # RE2's (?<name>...) is Python's (?P<name>...)
+    return c, i + 1, False
+
+
+def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
+    """The escape at i (a backslash and what follows) in Python's syntax, and the index after it."""
+    kind = pattern[i + 1]
+    close = pattern.find("}", i + 2) if pattern.startswith("{", i + 2) else -1
+    if kind in "pP":
+        return ("\\s\\S" if in_class else _ANY), (close + 1 if close > 0 else i + 3)
+    if kind == "x" and close > 0:
+        try:
+            return re.escape(chr(int(pattern[i + 3 : close], 16))), close + 1
+        except (ValueError, OverflowError):
+            return pattern[i : close + 1], close + 1  # not a code point: Python refuses it too
+    if kind == "Q":
+        end = pattern.find("\\E", i + 2)
+        end = len(pattern) if end < 0 else end
+        return re.escape(pattern[i + 2 : end]), end + 2
+    if kind == "z":
+        return "\\Z", i + 2
+    if kind == "C":
+        return ("\\s\\S" if in_class else _ANY), i + 2  # any byte
+    return pattern[i : i + 2], i + 2
 
 
 def _name(op: object) -> str:
@@ -105,11 +177,17 @@ def backtracking(items: Items) -> list[str]:
 
 
 def _overlapping(branches: list[Items]) -> bool:
-    """Whether two branches can start on the same character (or both match the empty string)."""
+    """Whether two branches can start on the same character, or one can match the empty string.
+
+    Python's parser moves a prefix all branches share out in front ((x|xy) becomes x(?:|y)), so an empty branch
+    is what branches that start alike leave behind (or an explicit one, which a repeat can take any number of times).
+    """
     firsts = [_first(b) for b in branches]
-    for i, (chars_i, empty_i) in enumerate(firsts):
-        for chars_j, empty_j in firsts[i + 1 :]:
-            if chars_i & chars_j or (empty_i and empty_j):
+    if any(empty for _, empty in firsts):
+        return True
+    for i, (chars_i, _) in enumerate(firsts):
+        for chars_j, _ in firsts[i + 1 :]:
+            if chars_i & chars_j:
                 return True
     return False
 
