@@ -9,11 +9,10 @@ time, so only the job that kills its worker is marked.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.results import ResultStore
 from crashcart.knowledge.errors import CrashcartError
+from crashcart.parsers.workers import worker_pool
 
 Progress = Callable[[int, int], None]  # (jobs triaged so far, jobs to triage in this run)
 TriageFn = Callable[[BatchJob, str], BatchResult]
@@ -156,9 +156,7 @@ def _run_pool(
     todo: Sequence[tuple[BatchJob, str]], size: int, init: tuple[Any, ...], fn: TriageFn, context: str
 ) -> Iterator[BatchResult]:
     """Results of one pool until it is done or broken (then the unfinished jobs are simply not yielded)."""
-    pool = ProcessPoolExecutor(
-        max_workers=size, mp_context=multiprocessing.get_context(context), initializer=init_worker, initargs=init
-    )
+    pool = worker_pool(size, context=context, initializer=init_worker, initargs=init)  # they die with the batch
     try:
         futures: dict[Future, tuple[BatchJob, str]] = {pool.submit(fn, job, key): (job, key) for job, key in todo}
         waiting = set(futures)

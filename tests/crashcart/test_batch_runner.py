@@ -5,10 +5,12 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from proctree import kill_when
 
 from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.results import ResultStore, default_results_path
@@ -132,6 +134,31 @@ def test_a_job_that_kills_its_worker_is_isolated_and_the_rest_complete() -> None
     assert status == {"a": "ok", "b": "ok", "boom": "error", "c": "ok", "d": "ok", "e": "ok"}
     assert "worker process died" in (next(r for r in results if r.job.job_id == "boom").error or "")
     assert seen[-1] == (6, 6)
+
+
+# -- a batch killed with SIGKILL takes its processes with it ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def busy_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four 20 MB jobs: each keeps a worker busy for seconds, so the kill lands mid-triage."""
+    root = tmp_path_factory.mktemp("busy")
+    for seed in range(4):
+        generate_job(root / f"job{seed}", JobSpec(nodes=4, total_mb=20, scenario="xid79", seed=seed, start=START))
+    return root
+
+
+def test_a_batch_killed_with_sigkill_leaves_no_worker_or_forkserver(busy_tree: Path, tmp_path: Path) -> None:
+    """kill -9 runs no cleanup in the parent: its forkserver and workers must notice and end on their own."""
+    cmd = [str(Path(sys.executable).with_name("crashcart")), "batch", str(busy_tree), "--workers", "2"]
+    cmd += ["--results", str(tmp_path / "b.db"), "--format", "json", "-o", str(tmp_path / "out.json")]
+
+    def workers_started(pid: int, members: dict[int, int]) -> bool:  # the forkserver's children
+        return sum(1 for p in members.values() if p != pid and p in members) >= 2
+
+    recorded, left = kill_when(cmd, workers_started)
+    assert len(recorded) >= 4, recorded  # the batch, the forkserver, two workers (and a resource tracker)
+    assert left == [], f"still running after the batch was killed: {left} of {recorded}"
 
 
 # -- the result store ---------------------------------------------------------------------------------------
