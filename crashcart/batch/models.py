@@ -25,6 +25,7 @@ class BatchJob(Strict):
     end: datetime | None = None
     exit_code: str = ""
     log_paths: list[Path] = Field(default_factory=list)
+    metadata_error: str | None = None  # why its job.json could not be read: the job is reported, not triaged
 
     @property
     def gpu_hours(self) -> float:

@@ -53,7 +53,10 @@ def run_batch(
         stats = stat_logs(job.log_paths)
         key = logs_key(stats)
         stored = None if force else results.get(job.job_id)
-        if stored is not None and stored.logs_key == key:
+        if job.metadata_error is not None:
+            done[job.job_id] = _bad_metadata(job)
+            results.put(done[job.job_id])
+        elif stored is not None and stored.logs_key == key:
             done[job.job_id] = _with_job(stored, job, results)
         elif not any(size >= 0 for _, size, _ in stats):
             done[job.job_id] = _no_logs(job, key, stats)
@@ -113,6 +116,11 @@ def _no_logs(job: BatchJob, key: str, stats: Sequence[_Stat]) -> BatchResult:
     return BatchResult(
         job=job, status="no_logs", error=f"no log files to triage ({why})", logs_key=key, triaged_at=datetime.now(UTC)
     )
+
+
+def _bad_metadata(job: BatchJob) -> BatchResult:
+    """The job's own error; no logs key, so that once its job.json is fixed a rerun triages it."""
+    return BatchResult(job=job, status="error", error=job.metadata_error, triaged_at=datetime.now(UTC))
 
 
 def triage_jobs(

@@ -14,7 +14,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from crashcart.batch.models import BatchJob
 from crashcart.knowledge.errors import InputError
@@ -36,12 +36,18 @@ class JobMeta(Strict):
 
     name: str = ""
     state: str = ""  # the scheduler's final state: FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, CANCELLED ...
-    nodes: list[str] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)  # host names; a count (`"nodes": 4`) names none
     gpus: int = Field(0, ge=0)  # GPUs allocated, all nodes together
     elapsed_s: float | None = Field(None, ge=0)
     start: datetime | None = None
     end: datetime | None = None
     exit_code: str = ""
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _a_count_names_no_host(cls, value: object) -> object:
+        """A count of nodes is a real way to write a job's size (sacct's NNodes); it names no host to keep."""
+        return [] if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else value
 
     def elapsed(self) -> float:
         if self.elapsed_s is not None:
@@ -137,7 +143,11 @@ def job_logs(folder: Path) -> list[Path]:
 
 
 def _job(folder: Path, root: Path) -> BatchJob:
-    meta = read_meta(folder)
+    """The job of a folder; an unreadable job.json is that job's error, so the batch goes on without it."""
+    try:
+        meta, error = read_meta(folder), None
+    except InputError as exc:
+        meta, error = JobMeta(), str(exc)
     job_id = folder.relative_to(root).as_posix() or "."
     return BatchJob(
         job_id=job_id,
@@ -150,6 +160,7 @@ def _job(folder: Path, root: Path) -> BatchJob:
         end=meta.end,
         exit_code=meta.exit_code,
         log_paths=job_logs(folder),
+        metadata_error=error,
     )
 
 

@@ -104,6 +104,21 @@ def test_missing_logs_and_repeated_ids(tmp_path: Path) -> None:
     assert "slurm-9.out" in (results[0].error or "")
 
 
+def test_a_job_whose_metadata_cannot_be_read_is_an_error_until_it_is_fixed(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("2025-03-01 10:00:00 INFO step 1 loss 2.0\n")
+    bad = BatchJob(job_id="bad", log_paths=[log], metadata_error="j/job.json: invalid job metadata at gpus: ...")
+    good = BatchJob(job_id="good", log_paths=[log])
+    with ResultStore(tmp_path / "b.db") as store:
+        first = run_batch([bad, good], results=store, workers=1)
+        assert [(r.job.job_id, r.status, r.error) for r in first] == [
+            ("bad", "error", "j/job.json: invalid job metadata at gpus: ..."),
+            ("good", "ok", None),
+        ]
+        [fixed] = run_batch([bad.model_copy(update={"metadata_error": None})], results=store, workers=1)
+        assert fixed.status == "ok"  # the logs did not change, but the stored error is not reused
+
+
 def test_logs_key_follows_paths_sizes_and_mtimes(tmp_path: Path) -> None:
     a, b = tmp_path / "a.log", tmp_path / "b.log"
     a.write_text("x\n")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from crashcart.batch.tree import discover_jobs
+from crashcart.batch.tree import discover_jobs, read_meta
 from crashcart.evals.generator import JobSpec, generate_job
 from crashcart.knowledge.errors import InputError
 
@@ -101,17 +102,31 @@ def test_a_foreign_manifest_gives_no_metadata(tmp_path: Path) -> None:
     assert (j.gpus, j.elapsed_s, [p.name for p in j.log_paths]) == (0, 0.0, ["a.log"])
 
 
-def test_an_invalid_job_json_names_the_file_and_the_field(tmp_path: Path) -> None:
+def test_an_invalid_job_json_is_that_jobs_error_and_the_others_go_on(tmp_path: Path) -> None:
+    _write(tmp_path / "good" / "a.log")
+    (tmp_path / "good" / "job.json").write_text('{"gpus": 8}')
     _write(tmp_path / "j" / "a.log")
-    (tmp_path / "j" / "job.json").write_text('{"gpus": -4}')
-    with pytest.raises(InputError, match=r"j/job.json: invalid job metadata at gpus: .*fix it"):
-        discover_jobs(tmp_path)
-    (tmp_path / "j" / "job.json").write_text('{"gpu": 4}')
-    with pytest.raises(InputError, match="at gpu: Extra inputs"):
-        discover_jobs(tmp_path)
-    (tmp_path / "j" / "job.json").write_text("{not json")
-    with pytest.raises(InputError, match="invalid job metadata"):
-        discover_jobs(tmp_path)
+    for text, message in [
+        ('{"gpus": -4}', r"j/job.json: invalid job metadata at gpus: .*fix it"),
+        ('{"gpu": 4}', "at gpu: Extra inputs"),
+        ("{not json", "invalid job metadata"),
+        ('{"nodes": {"node01": 8}}', "at nodes: "),  # neither a list of hosts nor a count
+    ]:
+        (tmp_path / "j" / "job.json").write_text(text)
+        good, bad = discover_jobs(tmp_path)
+        assert (good.job_id, good.gpus, good.metadata_error) == ("good", 8, None)
+        assert bad.job_id == "j" and [p.name for p in bad.log_paths] == ["a.log"]
+        assert bad.metadata_error is not None and re.search(message, bad.metadata_error), bad.metadata_error
+    with pytest.raises(InputError, match="at gpus: "):  # read_meta itself still raises
+        (tmp_path / "j" / "job.json").write_text('{"gpus": -4}')
+        read_meta(tmp_path / "j")
+
+
+def test_nodes_in_job_json_may_be_a_count(tmp_path: Path) -> None:
+    _write(tmp_path / "j" / "a.log")
+    (tmp_path / "j" / "job.json").write_text('{"nodes": 4, "gpus": 32}')  # sacct's NNodes: a count, no names
+    [j] = discover_jobs(tmp_path)
+    assert (j.nodes, j.gpus, j.metadata_error) == ([], 32, None)
 
 
 def test_errors_name_the_root(tmp_path: Path) -> None:

@@ -115,6 +115,26 @@ XID_79 = (
 )
 
 
+def test_one_bad_job_json_never_sinks_the_batch(cli, tmp_path: Path) -> None:
+    for name, meta in [
+        ("count", '{"nodes": 2, "gpus": 16, "elapsed_s": 3600}'),  # a count of nodes: read, names no host
+        ("broken", '{"nodes": {"node01": 8}, "gpus": 8}'),  # neither shape: this job's error
+        ("plain", None),
+    ]:
+        (tmp_path / "tree" / name).mkdir(parents=True)
+        (tmp_path / "tree" / name / "train.log").write_text(GPU_OOM)
+        if meta is not None:
+            (tmp_path / "tree" / name / "job.json").write_text(meta)
+    code, out, err = cli("batch", str(tmp_path / "tree"), "--results", str(tmp_path / "r.db"), "-f", "json")
+    assert code == 0, err
+    results = {r["job"]["job_id"]: r for r in json.loads(out)["results"]}
+    assert {k: r["status"] for k, r in results.items()} == {"broken": "error", "count": "ok", "plain": "ok"}
+    assert "broken/job.json: invalid job metadata at nodes" in results["broken"]["error"]
+    assert results["count"]["job"]["gpus"] == 16 and results["count"]["diagnosis"]["failure_class"] == "gpu_oom"
+    code, out, _ = cli("batch", str(tmp_path / "tree"), "--results", str(tmp_path / "r.db"))
+    assert code == 0 and "Not triaged" in out and "invalid job metadata" in out
+
+
 def test_slurm_jobs_come_from_sacct(cli, tmp_path: Path, slurm_stubs) -> None:
     """The real crashcart.batch.slurm, against sacct/scontrol stubs replaying what Slurm 22.05 printed."""
     slurm_stubs.stub("sacct", "")  # no job ended in the window
