@@ -2,7 +2,9 @@
 
 A proposal (from the LLM agent or from `derive_from_template`) reaches the queue in knowledge/rule_store.py only
 with a `Validation` that says it compiles in both engines of the fast filter, has no backtracking-prone shape,
-matches every evidence line it was made for, matches no healthy training-log line and is not trivially broad.
+matches every evidence line it was made for, matches no healthy training-log line, is not trivially broad, and,
+for its failure class, matches no line of another failure and is at least as specific as the shipped rules it would
+outrank (issue 9: `Traceback \\(most recent call last\\)` or `RuntimeError: ` passed every other check).
 Each refusal is one line that says what to change, so the agent can retry and the operator can judge.
 """
 
@@ -19,11 +21,13 @@ import re2
 from crashcart.agent import regex_shape
 from crashcart.agent.corpora import random_lines
 from crashcart.agent.derive import derive_from_template
+from crashcart.agent.diagnose import ROLE_WEIGHT
+from crashcart.knowledge.crash_lines import crash_lines
 from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.healthy import healthy_corpus
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import Origin, RuleProposal, hyperscan_database
-from crashcart.knowledge.rules import load_rules
+from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
 from crashcart.parsers.templater import Templater
@@ -34,6 +38,13 @@ MIN_LITERALS = 8  # `error`, `\d+ failed`, `.*` fall short; `NCCL WARN` just mak
 MAX_RANDOM_SHARE = 0.01  # of the random log-like lines a specific rule may match
 TEMPLATE_MODEL = "drain3-template"
 _SHOWN = 120  # characters of a line quoted in a reason
+# What a confirmed proposal scores in the diagnosis (a root cause at the record's default priority): the shipped
+# rules scoring no more are the ones it would outrank on a line both match.
+PROPOSAL_SCORE = ROLE_WEIGHT[Role.ROOT_CAUSE] + RuleProposal.model_fields["priority"].default
+UNREADABLE = (
+    "shape: Python's parser cannot read it, so its backtracking shape and literals cannot be checked; write it in "
+    "the syntax RE2, Hyperscan and Python share"
+)
 
 
 class Validation(Strict):
@@ -44,8 +55,18 @@ class Validation(Strict):
     notes: list[str]
 
 
-def validate_pattern(pattern: str, examples: list[str], healthy: Iterable[str] | None = None) -> Validation:
-    """Every reason the pattern cannot be a rule (empty when it can), against `healthy` (default: healthy_corpus)."""
+def validate_pattern(
+    pattern: str,
+    examples: list[str],
+    healthy: Iterable[str] | None = None,
+    *,
+    failure_class: FailureClass | None = None,
+) -> Validation:
+    """Every reason the pattern cannot be a rule (empty when it can), against `healthy` (default: healthy_corpus).
+
+    With the `failure_class` it is proposed for, also against the lines of other failures and the shipped rules
+    it would outrank; without one (a pattern judged on its own) those two checks are skipped.
+    """
     reasons: list[str] = []
     notes: list[str] = []
     parsed = regex_shape.parse(pattern)
@@ -53,9 +74,14 @@ def validate_pattern(pattern: str, examples: list[str], healthy: Iterable[str] |
     reasons += unsupported + _check_shape(parsed, notes)
     regex, db = _compile(pattern, reasons, quiet=bool(unsupported))
     if regex is not None:
+        if parsed is None and db is not None:
+            reasons.append(UNREADABLE)
         lines = tuple(healthy) if healthy is not None else _default_healthy()
         reasons += _check_examples(regex, db, examples, notes)
         reasons += _check_healthy(regex, db, lines, notes)
+        if failure_class is not None:
+            reasons += _check_other_failures(regex, db, failure_class, notes)
+            reasons += _check_outranked(parsed, examples, failure_class, notes)
         reasons += _check_random(regex, db, notes)
     return Validation(ok=not reasons, reasons=reasons, notes=notes)
 
@@ -63,9 +89,8 @@ def validate_pattern(pattern: str, examples: list[str], healthy: Iterable[str] |
 def _check_shape(parsed: regex_shape.Items | None, notes: list[str]) -> list[str]:
     """Backtracking-prone shapes and too few literal characters, read off the parse tree."""
     if parsed is None:
-        notes.append("Python's parser cannot read it, so its backtracking shape was not checked")
-        return []
-    reasons = regex_shape.backtracking(parsed)
+        return []  # refused as UNREADABLE once both engines accept it (else their refusal says why)
+    reasons = regex_shape.backtracking(parsed) + regex_shape.padded(parsed)
     literals = regex_shape.required_literals(parsed)
     if literals < MIN_LITERALS:
         reasons.append(
@@ -154,6 +179,76 @@ def _check_healthy(
     return []
 
 
+def _check_other_failures(
+    regex: re2._Regexp, db: hyperscan.Database | None, failure_class: FailureClass, notes: list[str]
+) -> list[str]:
+    """A rule for one class must fire on no line of another failure: the shipped rules' examples of every other
+    class, and the lines every crash prints (knowledge/crash_lines.yaml), or it names its class for those too."""
+    lines, sources = _other_failures(failure_class)
+    hits = _matching(regex, db, lines)
+    if hits:
+        more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
+        return [
+            f"matches another failure's line {lines[hits[0]][:_SHOWN]!r} ({sources[hits[0]]}){more}; match what "
+            f"only a {failure_class.value} failure prints"
+        ]
+    notes.append(f"matches none of {len(lines)} lines of other failures")
+    return []
+
+
+@lru_cache(maxsize=len(FailureClass))
+def _other_failures(failure_class: FailureClass) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines a rule for failure_class must not match, and where each comes from (for the refusal)."""
+    found: dict[str, str] = {}
+    for rule in load_rules():
+        if rule.failure_class is not failure_class:
+            for line in rule.examples:
+                found.setdefault(line, f"an example of rule {rule.id}, {rule.failure_class.value}")
+    for line in crash_lines():
+        found.setdefault(line, "a line crashes of every class print")
+    return tuple(found), tuple(found.values())
+
+
+def _check_outranked(
+    parsed: regex_shape.Items | None, examples: list[str], failure_class: FailureClass, notes: list[str]
+) -> list[str]:
+    """At least as specific as the shipped rules it would outrank: on an example line where a shipped rule of another
+    class fires and the proposal would win the diagnosis (it scores PROPOSAL_SCORE, above every symptom and every
+    root cause of lower priority), the proposal must require at least as many literal characters as that rule.
+
+    Literal characters are what regex_shape.required_literals counts (every match must contain them), so a rule
+    that wins a line must say at least as much about it as the rule it overrides; one that matches that rule's own
+    examples is refused already by _check_other_failures.
+    """
+    if parsed is None:
+        return []
+    mine = regex_shape.required_literals(parsed)
+    shipped = _shipped_filter()
+    reasons: dict[str, None] = {}
+    for hit in shipped.scan("\n".join(examples).encode()):
+        rule = shipped.rules[hit.rule_index]
+        theirs = _literals(rule.pattern)
+        if rule.failure_class is not failure_class and _outranks(rule) and mine < theirs:
+            reasons[
+                f"less specific than rule {rule.id} ({rule.failure_class.value}), which it would outrank on "
+                f"{hit.text[:_SHOWN]!r}: {mine} literal characters in every match against its {theirs}; spell out "
+                "more of the message"
+            ] = None
+    if not reasons:
+        notes.append("at least as specific as every shipped rule of another class it would outrank")
+    return list(reasons)
+
+
+def _outranks(rule: Rule) -> bool:
+    return rule.role is not Role.CONTEXT and ROLE_WEIGHT[rule.role] + rule.priority <= PROPOSAL_SCORE
+
+
+@lru_cache(maxsize=1024)
+def _literals(pattern: str) -> int:
+    parsed = regex_shape.parse(pattern)
+    return regex_shape.required_literals(parsed) if parsed is not None else 0
+
+
 def _check_random(regex: re2._Regexp, db: hyperscan.Database | None, notes: list[str]) -> list[str]:
     lines = random_lines()
     share = len(_matching(regex, db, lines)) / len(lines)
@@ -181,7 +276,7 @@ def _matching(regex: re2._Regexp, db: hyperscan.Database | None, lines: Sequence
     return sorted(i for i in candidates if regex.search(lines[i]))
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def _joined(lines: tuple[str, ...]) -> tuple[bytes, list[int]]:
     """The lines as one block (as the filter scans them) and the byte offset where each starts."""
     encoded = [line.encode() for line in lines]
@@ -204,7 +299,7 @@ def propose(
 
     A rejected proposal is kept (not raised) so that the operator, the bot and the report can show why.
     """
-    check = validate_pattern(pattern, examples, healthy)
+    check = validate_pattern(pattern, examples, healthy, failure_class=failure_class)
     return RuleProposal(
         pattern=pattern,
         failure_class=failure_class,

@@ -37,6 +37,10 @@ OVERLAP = (
     "backtracking: alternation of overlapping branches under a repeat (like (a|a)* or (x|xy)*, two branches that "
     "start alike); make the branches start differently or drop the repeat"
 )
+PADDED = (
+    "padded: a leading or trailing .* adds nothing to a search (a rule matches anywhere in a line) and hides how "
+    "little the rest says; drop it and keep the message's own words"
+)
 _ANY = r"[\s\S]"  # what a Unicode class (\p{...}) stands for in the shape: any one character
 _POSIX = {
     "alnum": "0-9A-Za-z",
@@ -174,6 +178,16 @@ def backtracking(items: Items) -> list[str]:
         if any(o == "BRANCH" and _overlapping(a[1]) for o, a in body):
             reasons[OVERLAP] = None
     return list(reasons)
+
+
+def padded(items: Items) -> list[str]:
+    """A `.*` first or last (anchors aside): `.*error.*` is `error` in a search, written to look like more."""
+    core = [(_name(op), av) for op, av in items if _name(op) != "AT"]
+    return [PADDED] if core and (_dot_star(*core[0]) or _dot_star(*core[-1])) else []
+
+
+def _dot_star(op: str, av: Any) -> bool:
+    return op in _REPEATS and av[0] == 0 and av[1] == sre_parse.MAXREPEAT and [_name(o) for o, _ in av[2]] == ["ANY"]
 
 
 def _overlapping(branches: list[Items]) -> bool:

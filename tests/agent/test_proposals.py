@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import re2
 from crashcart.agent.derive import derive_from_template
 from crashcart.agent.proposals import (
     Validation,
+    propose,
     propose_from_line,
     validate_pattern,
 )
@@ -286,3 +288,221 @@ def test_propose_from_line_rejects_a_healthy_looking_line_with_its_reasons() -> 
     assert rejected.pattern.startswith("NCCL[ \\t]+INFO")
     assert rejected.reason is not None and rejected.reason.startswith("matches healthy line")
     assert any(r.startswith("matches healthy line") for r in rejected.validation)
+
+
+# -- a proposal for a class: no other failure's line, no broader than the rules it outranks (issue 9, item 7) ------
+
+# Evidence lines, each seen in a real log: torchrun's worker traceback (vllm-project/vllm#10453), the ECC watchdog
+# line of pytorch/pytorch#113128 (the dev set's d-gpu-ecc-001), a Megatron-LM frame as evals/scenarios.yaml prints it,
+# srun's task line (tonyyxliu/CUHKSZ-CSC4005#51), torchrun's summary (pytorch/pytorch#121209); the rest are lines
+# the shipped rules hold as examples (knowledge/signatures/*.yaml), where each one's source is kept.
+TB = "[rank1]: Traceback (most recent call last):"
+ECC = (
+    "[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] Process group "
+    "watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered"
+)
+ECC_PY = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+XID79 = "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=28231, GPU has fallen off the bus."
+FRAME = '[rank3]:   File "/workspace/megatron-lm/megatron/training/training.py", line 1422, in train'
+NCCL_IB = (
+    "[default3]:node07:43757:43921 [3] NCCL WARN NET/IB : Got completion from peer 10.64.0.9<45213> with status=12 "
+    "opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.64.0.8 remoteGids::ffff:10.64.0.9 hca mlx5_3"
+)
+OOM_KILL = "kernel: Out of memory: Killed process 21447 (python)"
+SRUN_KILLED = "srun: error: node25: task 11: Killed"
+GPU = FailureClass.GPU_HARDWARE
+OTHER = "matches another failure's line"
+BROAD = "too broad: only"
+PADDED = "padded: a leading or trailing .*"
+OVERLAP = "backtracking: alternation of overlapping"
+
+HOSTILE = [
+    # generic traceback and exception headers: every Python crash prints them, whatever failed
+    pytest.param(r"Traceback \(most recent call last\)", GPU, TB, OTHER, id="traceback-header"),
+    pytest.param(
+        r"^Traceback \(most recent call last\):$",
+        GPU,
+        "Traceback (most recent call last):",
+        OTHER,
+        id="traceback-anchored",
+    ),
+    pytest.param(
+        r"\[rank\d+\]: Traceback \(most recent call last\):",
+        FailureClass.NETWORK,
+        TB,
+        OTHER,
+        id="traceback-rank-prefix",
+    ),
+    pytest.param(
+        r"During handling of the above exception, another exception occurred",
+        FailureClass.CODE_BUG,
+        "During handling of the above exception, another exception occurred:",
+        OTHER,
+        id="chained-during",
+    ),
+    pytest.param(
+        r"The above exception was the direct cause of the following exception",
+        FailureClass.CODE_BUG,
+        "The above exception was the direct cause of the following exception:",
+        OTHER,
+        id="chained-cause",
+    ),
+    pytest.param(
+        r"terminate called after throwing an instance of",
+        GPU,
+        "terminate called after throwing an instance of 'c10::Error'",
+        OTHER,
+        id="cpp-terminate",
+    ),
+    # bare exception type names with ': ': the type says nothing of the cause, the message after it does
+    pytest.param(r"RuntimeError: ", GPU, ECC_PY, OTHER, id="runtime-error"),
+    pytest.param(
+        r"ValueError: ",
+        FailureClass.DATA_ERROR,
+        "[rank5]: ValueError: expected sequence of length 4096 at dim 1 (got 4095)",
+        OTHER,
+        id="value-error",
+    ),
+    pytest.param(r"OSError: ", GPU, "OSError: [Errno 5] Input/output error", OTHER, id="os-error"),
+    pytest.param(r"KeyError: ", FailureClass.CONFIG_ERROR, "KeyError: 'LOCAL_RANK'", OTHER, id="key-error"),
+    pytest.param(r"AssertionError", GPU, "AssertionError", OTHER, id="assertion-error"),
+    pytest.param(
+        r"torch\.distributed\.DistBackendError: ",
+        FailureClass.NETWORK,
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "NCCLUtils.hpp:268, remote process exited or there was a network error, NCCL version 2.21.5",
+        OTHER,
+        id="dist-backend-error",
+    ),
+    pytest.param(r"(?:RuntimeError|ValueError|OSError): ", GPU, ECC_PY, OTHER, id="exception-names"),
+    pytest.param(
+        r"torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError",
+        GPU,
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        OTHER,
+        id="child-failed",
+    ),
+    # `CUDA error` and the notes under it: printed for ECC faults, illegal accesses, bad ordinals, OOMs alike
+    pytest.param(r"CUDA error", GPU, ECC, OTHER, id="cuda-error"),
+    pytest.param(r"RuntimeError: CUDA error: [^\n]+", GPU, ECC_PY, OTHER, id="cuda-error-any-message"),
+    pytest.param(
+        r"CUDA kernel errors might be asynchronously reported",
+        GPU,
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+        "below might be incorrect.",
+        OTHER,
+        id="cuda-async-note",
+    ),
+    pytest.param(
+        r"For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        FailureClass.CUDA_ERROR,
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        OTHER,
+        id="cuda-blocking-note",
+    ),
+    # frame lines: the path of the code that was running, not what went wrong
+    pytest.param(r'File "[^"]+", line \d+, in ', GPU, FRAME, OTHER, id="frame-line"),
+    pytest.param(r'  File "[^"]*\.py", line \d+', FailureClass.CODE_BUG, FRAME, OTHER, id="frame-line-py"),
+    pytest.param(
+        r"Root Cause \(first observed failure\)",
+        GPU,
+        "Root Cause (first observed failure):",
+        OTHER,
+        id="torchrun-summary",
+    ),
+    pytest.param(
+        r"exitcode  : 1 \(pid: \d+\)",
+        FailureClass.CODE_BUG,
+        "  exitcode  : 1 (pid: 69813)",
+        OTHER,
+        id="torchrun-exitcode",
+    ),
+    # `Error`, `NCCL WARN`, `Killed`: a word or two every failing job prints
+    pytest.param(r"Error", GPU, ECC_PY, BROAD, id="error"),
+    pytest.param(r"[A-Za-z]+Error: ", FailureClass.CODE_BUG, ECC_PY, BROAD, id="any-error-name"),
+    pytest.param(r"NCCL WARN", FailureClass.NETWORK, NCCL_IB, OTHER, id="nccl-warn"),
+    pytest.param(r"NCCL WARN [^\n]*", GPU, NCCL_IB, OTHER, id="nccl-warn-rest"),
+    pytest.param(
+        r"NCCL error",
+        FailureClass.NETWORK,
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL version 21.0.3",
+        OTHER,
+        id="nccl-error",
+    ),
+    pytest.param(r"Killed", FailureClass.HOST_OOM, "Killed", BROAD, id="killed"),
+    pytest.param(r"Killed process \d+", GPU, OOM_KILL, OTHER, id="killed-process"),
+    pytest.param(
+        r"srun: error: [^:]+: task \d+: Killed", FailureClass.HOST_OOM, SRUN_KILLED, OTHER, id="srun-task-killed"
+    ),
+    # short alternations: the poorest branch is what every match must hold
+    pytest.param(r"error|failed|fatal", GPU, ECC_PY, BROAD, id="alternation-words"),
+    pytest.param(r"(?:CUDA|NCCL|NVRM) (?:error|WARN)", GPU, ECC, OTHER, id="alternation-tags"),
+    # .*-padded words: `.*error.*` is `error` in a search
+    pytest.param(r".*error.*", GPU, ECC, PADDED, id="padded-error"),
+    pytest.param(r".*Traceback.*", GPU, TB, PADDED, id="padded-traceback"),
+    pytest.param(r".*CUDA.*error.*", GPU, ECC, PADDED, id="padded-cuda-error"),
+    # \p{...}: Python's parser cannot read it, so the literal count used to be skipped
+    pytest.param(r"\p{Lu}\p{L}+Error: ", GPU, ECC_PY, BROAD, id="unicode-error-name"),
+    pytest.param(r"\p{L}+ \p{L}+ \p{L}+ ECC \p{L}+", GPU, ECC_PY, BROAD, id="unicode-words"),
+    pytest.param(r"[[:alpha:]]+Error: [[:alpha:]]+", GPU, ECC_PY, BROAD, id="posix-error-name"),
+    # prefix-factored alternations under a repeat: Python's parser hides the shared prefix as x(?:|y)
+    pytest.param(r"NVRM: Xid (?:\(|\(PCI:)*[0-9a-f:]+\): 79", GPU, XID79, OVERLAP, id="factored-xid"),
+    pytest.param(r"(?:GPU |GPU has )+fallen off the bus", GPU, XID79, OVERLAP, id="factored-gpu"),
+    pytest.param(r"(?:ECC|ECC error )*uncorrectable ECC error encountered", GPU, ECC, OVERLAP, id="factored-ecc"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "failure_class", "line", "reason"), HOSTILE)
+def test_patterns_that_match_most_crashes_are_refused(
+    pattern: str, failure_class: FailureClass, line: str, reason: str
+) -> None:
+    proposed = propose(pattern, [line], failure_class, origin="llm", model="m", job="j", explanation="a test case")
+    assert proposed.status == "rejected"
+    assert any(r.startswith(reason) for r in proposed.validation), proposed.validation
+    assert all("\n" not in r for r in proposed.validation)
+
+
+def test_a_refusal_for_another_failures_line_names_the_line_and_where_it_comes_from() -> None:
+    verdict = validate_pattern(r"CUDA error: ", [ECC], failure_class=GPU)
+    (reason,) = [r for r in verdict.reasons if r.startswith(OTHER)]
+    assert re.search(r" \(an example of rule [\w.]+, \w+\)", reason), reason
+    assert reason.endswith("; match what only a gpu_hardware failure prints")
+    verdict = validate_pattern(r"Traceback \(most recent call last\)", [TB], failure_class=GPU)
+    assert verdict.reasons == [
+        "matches another failure's line 'Traceback (most recent call last):' (a line crashes of every class print) "
+        "(and 3 more); match what only a gpu_hardware failure prints"
+    ]
+
+
+def test_a_proposal_that_would_outrank_a_more_specific_rule_of_another_class_is_refused() -> None:
+    """On the DataLoader line, mem.host.dataloader_exited (host_oom, a symptom) fires; a gpu_hardware root cause
+    outranks it there, so it must say at least as much as that rule does."""
+    line = "RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly"  # the shipped example's format
+    verdict = validate_pattern(r"worker \(pid\(s\) 4242\) exited", [line], failure_class=GPU)
+    assert verdict.reasons == [
+        "less specific than rule mem.host.dataloader_exited (host_oom), which it would outrank on "
+        f"{line!r}: 27 literal characters in every match against its 47; spell out more of the message"
+    ]
+    assert validate_pattern(r"worker \(pid\(s\) 4242\) exited", [line], failure_class=FailureClass.HOST_OOM).ok
+
+
+@pytest.mark.parametrize(
+    ("case", "failure_class"),
+    [
+        (0, FailureClass.NETWORK),
+        (1, FailureClass.DATA_ERROR),
+        (2, FailureClass.GPU_OOM),
+        (3, FailureClass.CONFIG_ERROR),
+        (4, FailureClass.GPU_HARDWARE),
+        (5, FailureClass.NETWORK),
+    ],
+    ids=IDS,
+)
+def test_derived_proposals_for_their_class_pass_the_other_failure_checks(
+    case: int, failure_class: FailureClass
+) -> None:
+    line, elsewhere = CASES[case]
+    proposed = propose_from_line(line, failure_class, job="job-1")
+    assert proposed.status == "pending", proposed.validation
+    assert any(n.startswith("matches none of ") and "lines of other failures" in n for n in proposed.validation)
+    assert "at least as specific as every shipped rule of another class it would outrank" in proposed.validation

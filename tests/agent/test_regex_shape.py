@@ -115,3 +115,19 @@ def test_unicode_classes_under_a_repeat_are_checked() -> None:
 def test_patterns_nobody_can_read_parse_to_none() -> None:
     assert regex_shape.parse(r"GPU (\d+ lost") is None
     assert regex_shape.parse(r"GPU \x{zz} lost") is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "found"),
+    [
+        (r".*error.*", True),
+        (r"^.*Traceback", True),  # anchors aside
+        (r"uncorrectable ECC.*$", True),
+        (r"NVRM: Xid .*GPU has fallen off the bus", False),  # inside, .* joins two parts of the message
+        (r".+error", False),
+        (r"(.*)error", False),  # a group: left to the other checks
+    ],
+)
+def test_padding_is_a_leading_or_trailing_dot_star(pattern: str, found: bool) -> None:
+    parsed = regex_shape.parse(pattern)
+    assert parsed is not None and regex_shape.padded(parsed) == ([regex_shape.PADDED] if found else [])
