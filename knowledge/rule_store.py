@@ -5,7 +5,9 @@ not know. Nothing they propose reaches the fast filter until a person confirms i
 `Rule`s (id `user.<proposal id>`, provenance in `source`) that join the filter on the next run.
 
 Every proposal the store accepts can be confirmed: `propose` refuses a pattern that RE2 or Hyperscan cannot
-compile or that misses one of its own examples, so the operator never meets a queue entry that fails later.
+compile or that misses one of its own examples, so the operator never meets a queue entry that fails later. A
+confirmed rule can still stop loading (another engine version, a store edited by hand): `loadable_rules` leaves it
+out with the reason, so one broken rule never stops every triage.
 """
 
 from __future__ import annotations
@@ -146,6 +148,28 @@ class RuleStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class SkippedRule(Frozen):
+    """A confirmed rule left out of a run because it no longer becomes a rule, and why (one line)."""
+
+    id: str
+    pattern: str
+    reason: str
+
+
+def loadable_rules(store: RuleStore) -> tuple[builtins.list[Rule], builtins.list[SkippedRule]]:
+    """The store's confirmed rules that still load (RE2, Hyperscan, their own examples), in proposal order, and
+    the ones that do not, each with the reason."""
+    rules: builtins.list[Rule] = []
+    skipped: builtins.list[SkippedRule] = []
+    for p in store.list("confirmed"):
+        try:
+            rules.append(to_rule(p, p.decided_by or "?", p.decided_at or p.created_at))
+        except KnowledgeError as exc:
+            reason = " ".join(str(exc).split())  # engine messages may span lines; a warning is one
+            skipped.append(SkippedRule(id=f"user.{p.id}", pattern=p.pattern, reason=reason))
+    return rules, skipped
 
 
 class MemoryRuleStore:

@@ -41,10 +41,14 @@ class Rule(Frozen):
     @field_validator("pattern")
     @classmethod
     def _compiles_in_re2(cls, pattern: str) -> str:
+        options = re2.Options()
+        options.log_errors = False  # the reason is raised; RE2's own stderr line would be a second copy
         try:
-            re2.compile(pattern)
+            re2.compile(pattern, options)
         except re2.error as exc:
-            raise ValueError(f"pattern does not compile in RE2: {exc}") from exc
+            arg = exc.args[0] if exc.args else exc
+            text = arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
+            raise ValueError(f"pattern does not compile in RE2: {text}") from exc
         return pattern
 
     @model_validator(mode="after")

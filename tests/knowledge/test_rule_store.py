@@ -14,7 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from crashcart.knowledge.errors import KnowledgeError
-from crashcart.knowledge.rule_store import MemoryRuleStore, RuleProposal, RuleStore, SqliteRuleStore
+from crashcart.knowledge.rule_store import (
+    MemoryRuleStore,
+    RuleProposal,
+    RuleStore,
+    SqliteRuleStore,
+    loadable_rules,
+)
 from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.taxonomy import Action, FailureClass, Role
 from crashcart.parsers.rulefilter import RuleFilter
@@ -288,3 +294,45 @@ def test_several_processes_proposing_at_once_lose_nothing(tmp_path: Path) -> Non
         ids = [p.id for p in s.list()]
     assert len(patterns) == 6 * 20 + 5 == len(set(patterns)) == len(set(ids))
     assert {f"custom fault shared-{i} detected" for i in range(5)} <= set(patterns)
+
+
+def write_confirmed(path: Path, pattern: str, examples: list[str], id: str = "prop-0123456789") -> None:
+    """A confirmed proposal written straight into the SQLite file, as a store filled by an older crashcart (or by
+    hand) holds one: nothing checks its pattern on the way in."""
+    p = proposal(pattern, examples, id=id, status="confirmed", decided_by="alice", decided_at=datetime.now(UTC))
+    SqliteRuleStore(path).close()  # the schema
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
+            (p.id, p.pattern, p.status, p.model_dump_json()),
+        )
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "examples", "reason"),
+    [
+        (r"NVSwitch (\d+ fatal", EVIDENCE, "does not compile in RE2: missing ): NVSwitch (\\d+ fatal"),
+        (r"(?U)NVSwitch \d+ fatal error", EVIDENCE, "is rejected by Hyperscan"),
+        (r"NVSwitch \d+ link down", EVIDENCE, "example does not match"),
+    ],
+    ids=["re2", "hyperscan", "example"],
+)
+def test_a_confirmed_rule_that_no_longer_loads_is_left_out_with_its_reason(
+    tmp_path: Path, pattern: str, examples: list[str], reason: str
+) -> None:
+    path = tmp_path / "rules.db"
+    write_confirmed(path, pattern, examples)
+    with SqliteRuleStore(path) as s:
+        good = s.confirm(s.propose(proposal()).id, "bob")
+        rules, skipped = loadable_rules(s)
+    assert rules == [good]
+    (left_out,) = skipped
+    assert (left_out.id, left_out.pattern) == ("user.prop-0123456789", pattern)
+    assert reason in left_out.reason and "\n" not in left_out.reason
+
+
+def test_loadable_rules_of_a_sound_store_are_its_confirmed_rules(store: RuleStore) -> None:
+    store.confirm(store.propose(proposal()).id, "alice")
+    store.propose(proposal(r"still pending: NVSwitch \d+ degraded", ["still pending: NVSwitch 5 degraded"]))
+    assert loadable_rules(store) == (store.confirmed_rules(), [])
