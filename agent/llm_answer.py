@@ -7,7 +7,7 @@ class outside the taxonomy makes the answer invalid, and the agent asks again wi
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import Field, ValidationError
@@ -48,17 +48,38 @@ class AnswerError(ValueError):
     """The model's reply is not a valid answer; the message is what the model is told on retry."""
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.S)
+MAX_REPLY_CHARS = 32_000  # a valid answer is far shorter (max_output_tokens 1500 is ~6,000 characters)
+FENCE = "```"
+
+
+def check_size(text: str) -> None:
+    """Refuse a reply longer than any valid answer before any work on it: a server may ignore max_tokens."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise AnswerError(
+            f"the reply is {len(text):,} characters, over the {MAX_REPLY_CHARS:,} an answer may take; "
+            "reply with the JSON object only"
+        )
+
+
+def _candidates(text: str) -> Iterator[str]:
+    """Each fenced block (a leading `json` tag dropped), then the outermost {...}: linear in the reply.
+
+    Plain string splitting, not a regex: a fence pattern with `.*` between two searches backtracks over the
+    rest of the reply at every fence, which is quadratic on a reply full of them.
+    """
+    for block in text.split(FENCE)[1:-1:2]:
+        body = block.strip()
+        body = body.removeprefix("json").lstrip() if body.startswith("json") else body
+        if body.startswith("{"):
+            yield body
+    start, end = text.find("{"), text.rfind("}")
+    if start >= 0 and end > start:
+        yield text[start : end + 1]
 
 
 def _json_object(text: str) -> dict[str, Any]:
     """The JSON object in a reply: bare, fenced, or the outermost {...} in surrounding prose."""
-    fenced = _FENCE.search(text)
-    candidates = [fenced.group(1)] if fenced else []
-    start, end = text.find("{"), text.rfind("}")
-    if start >= 0 and end > start:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
+    for candidate in _candidates(text):
         try:
             value = json.loads(candidate)
         except json.JSONDecodeError:
@@ -70,6 +91,7 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def parse_answer(text: str, citeable: set[tuple[str, int]], nodes: set[str]) -> LLMAnswer:
     """Parse and check one reply. `citeable` and `nodes` are what the context showed (after restore)."""
+    check_size(text)
     try:
         answer = LLMAnswer.model_validate(_json_object(text))
     except ValidationError as exc:

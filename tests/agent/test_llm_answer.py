@@ -1,0 +1,64 @@
+"""agent/llm_answer.py: finding the JSON object in a reply, linearly, and refusing replies no answer needs."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from crashcart.agent import llm_answer
+from crashcart.agent.llm_answer import MAX_REPLY_CHARS, AnswerError, parse_answer
+
+ANSWER = {
+    "failure_class": "gpu_hardware",
+    "action": "drain_node_and_retry",
+    "evidence": [{"file": "kernel-node07.log", "line": 2}],
+    "faulty_nodes": ["node07"],
+    "rationale": "XID 79: the GPU fell off the bus.",
+}
+CITEABLE = {("kernel-node07.log", 2)}
+NODES = {"node07"}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        json.dumps(ANSWER),
+        "```json\n" + json.dumps(ANSWER) + "\n```",
+        "Here it is:\n```\n" + json.dumps(ANSWER) + "\n```\nHope that helps.",
+        "```bash\nnvidia-smi -q\n```\nand the answer:\n```json\n" + json.dumps(ANSWER) + "\n```",
+        "The answer is " + json.dumps(ANSWER) + " as asked.",
+        "```json\n" + json.dumps(ANSWER),  # the closing fence cut off
+    ],
+    ids=["bare", "fenced", "untagged-fence", "second-fence", "in-prose", "unclosed-fence"],
+)
+def test_the_answer_is_found_bare_fenced_or_in_prose(reply: str) -> None:
+    answer = parse_answer(reply, CITEABLE, NODES)
+    assert (answer.failure_class.value, answer.faulty_nodes) == ("gpu_hardware", ["node07"])
+
+
+def test_a_reply_longer_than_any_answer_is_refused_before_parsing() -> None:
+    huge = "```{" * 500_000  # 2 MB: a fence regex with `.*` backtracked over all of it at every fence
+    started = time.perf_counter()
+    with pytest.raises(AnswerError, match=r"2,000,000 characters, over the 32,000"):
+        parse_answer(huge, CITEABLE, NODES)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_the_search_is_linear_plain_string_work_and_no_regex(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not [v for v in vars(llm_answer).values() if isinstance(v, re.Pattern)]
+    decoded: list[int] = []
+
+    def loads(text: str) -> object:
+        decoded.append(len(text))
+        return json.loads(text)
+
+    monkeypatch.setattr(llm_answer, "json", SimpleNamespace(loads=loads, JSONDecodeError=json.JSONDecodeError))
+    reply = ("```{ " * (MAX_REPLY_CHARS // 10)) + "```"  # every fence opens an object that never closes
+    assert len(reply) <= MAX_REPLY_CHARS
+    with pytest.raises(AnswerError, match="no JSON object"):
+        parse_answer(reply, CITEABLE, NODES)
+    assert sum(decoded) <= 2 * len(reply)  # each character reaches the decoder at most twice
