@@ -8,6 +8,7 @@ from rich.text import Text
 
 from crashcart.evals.memory_eval import MemoryEvalReport
 from crashcart.evals.metrics import ERROR_COLUMN, CaseResult, EvalReport
+from crashcart.printable import printable
 
 
 def _pct(value: float | None) -> str:
@@ -84,8 +85,8 @@ def render_text(report: EvalReport) -> RenderableType:
         wrong = Table(title=f"misclassified ({len(misses)})")
         for col in ("case", "expected", "predicted"):
             wrong.add_column(col)
-        for r in misses:
-            wrong.add_row(r.id, r.expected_class.value, _predicted_label(r))
+        for r in misses:  # case ids and errors carry file names: plain text, escaped, never markup
+            wrong.add_row(Text(printable(r.id)), r.expected_class.value, Text(printable(_predicted_label(r))))
         parts.append(wrong)
     return Group(*parts)
 
@@ -123,7 +124,7 @@ def render_markdown(report: EvalReport) -> str:
     misses = misclassified(report)
     out += ["", f"## Misclassified ({len(misses)})", ""]
     if misses:
-        out += [f"- `{r.id}`: {r.expected_class.value} → {_predicted_label(r)}" for r in misses]
+        out += [f"- `{printable(r.id)}`: {r.expected_class.value} → {printable(_predicted_label(r))}" for r in misses]
     else:
         out.append("None.")
     return "\n".join(out) + "\n"
@@ -165,4 +166,4 @@ def render_memory(report: MemoryEvalReport) -> RenderableType:
             f"{u.output_tokens:,} out tokens, {u.seconds:.1f}s, {cost}, {u.fallbacks} fallbacks, "
             f"{u.proposals} rule proposals"
         )
-    return Group(table, footer)
+    return Group(table, Text(printable(footer, newlines=True)))  # the model's name is the user's: not markup

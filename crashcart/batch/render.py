@@ -13,6 +13,7 @@ from rich.text import Text
 from crashcart.batch.models import BatchResult
 from crashcart.batch.summary import BatchSummary, Totals, decider
 from crashcart.knowledge.records import Strict
+from crashcart.printable import printable
 
 CSV_COLUMNS = [
     "job_id",
@@ -133,13 +134,13 @@ def to_table(summary: BatchSummary) -> RenderableType:
             continue
         table = Table(*columns, title=title, title_justify="left", box=None, pad_edge=False)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(printable(cell)) for cell in row))  # job ids, nodes, errors: never markup
         parts += [Text(""), table]
     return Group(*parts)
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return printable(text.replace("|", "\\|").replace("\n", " "))
 
 
 def to_markdown(summary: BatchSummary) -> str:

@@ -189,3 +189,22 @@ def test_terminal_table_shows_every_section(width: int) -> None:
     text = console.export_text()
     for needle in ("14.0 jobs/min", "gpu_hardware", "infrastructure", "memory", "node07", "State=DRAIN", "no_logs"):
         assert needle in text
+
+
+def test_log_text_and_file_names_reach_the_terminal_and_markdown_escaped() -> None:
+    # a node name as `Node <name> not responding` captures it (signatures/node.yaml), colour codes and all
+    node = "\x1b[1mnode07\x1b[0m"
+    odd = [
+        _ok("a", "node_failure", [node], 8, 3600),
+        _ok("b", "node_failure", [node], 8, 3600),
+        # folders `x[` and `]`: rich markup raises on `[/]`; a file name may hold any byte but /
+        BatchResult(job=BatchJob(job_id="x[/]"), status="error", error="x[/]/a\rb.log: is a binary file"),
+        BatchResult(job=BatchJob(job_id="runs/\x1b]0;pwned\x07"), status="no_logs", error="no log files"),
+    ]
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(to_table(summarise(odd)))
+    md = to_markdown(summarise(odd))
+    for text in (out.getvalue(), md):
+        assert not any(c in text for c in "\x1b\x07\r"), repr(text)
+        assert "runs/\\x1b]0;pwned\\x07" in text and "x[/]/a\\rb.log" in text
+        assert "node07" in text and "[1m" not in text  # colour codes dropped

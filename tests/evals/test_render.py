@@ -117,3 +117,20 @@ def test_render_markdown_all_correct() -> None:
     md = render_markdown(rep)
     assert "## Misclassified (0)" in md and "None." in md
     assert "| accuracy | 100.0% |" in md and "| macro-F1 | 1.000 |" in md
+
+
+def test_case_ids_and_errors_reach_the_terminal_and_markdown_escaped() -> None:
+    # a case folder `x[` / `]` (rich markup raises on `[/]`) whose log's name holds an ESC
+    rep = compute_metrics(
+        [
+            CaseResult(
+                id="x[/]",
+                expected_class=STO,
+                expected_action=ESC,
+                error="InputError: x[/]/\x1b]0;pwned\x07.log: is a binary file",
+            )
+        ]
+    )
+    for text in (as_text(render_text(rep)), render_markdown(rep)):
+        assert "\x1b" not in text and "\x07" not in text
+        assert "x[/]/\\x1b]0;pwned\\x07.log: is a binary file" in text
