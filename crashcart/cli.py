@@ -19,6 +19,7 @@ from crashcart.cli_bot import bot
 from crashcart.cli_cases import cases_app
 from crashcart.cli_rules import rules_app
 from crashcart.knowledge.errors import CrashcartError
+from crashcart.printable import printable
 
 app = typer.Typer(
     help="Diagnose failed training jobs from their logs.",
@@ -176,7 +177,7 @@ def main() -> None:
     except CrashcartError as exc:
         if debug:
             raise
-        print(f"crashcart: error: {exc}", file=sys.stderr)
+        print(f"crashcart: error: {printable(str(exc))}", file=sys.stderr)  # it may name an odd file
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("crashcart: interrupted", file=sys.stderr)
@@ -188,7 +189,8 @@ def main() -> None:
         if debug:
             raise
         print(
-            f"crashcart: internal error: {type(exc).__name__}: {exc} (set CRASHCART_DEBUG=1 for the traceback)",
+            f"crashcart: internal error: {type(exc).__name__}: {printable(str(exc))} "
+            "(set CRASHCART_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         sys.exit(70)

@@ -83,6 +83,13 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path, make, message: st
     assert "Traceback" not in err
 
 
+def test_an_error_naming_an_odd_file_is_still_one_escaped_line(cli, tmp_path: Path) -> None:
+    code, out, err = cli("triage", str(tmp_path / "run\n\x1b]0;pwned\x07.log"))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+    assert "run\\n\\x1b]0;pwned\\x07.log" in err and "no such file or folder" in err
+
+
 def test_odd_but_valid_input_is_read(cli, tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_bytes(b"")
     (tmp_path / "crlf.log").write_bytes(b"epoch 1 ok\r\nOSError: [Errno 28] No space left on device\r\n")
