@@ -43,3 +43,6 @@ class BatchResult(Strict):
     bytes: int = 0
     seconds: float = 0.0
     triaged_at: datetime | None = None
+    # The error is the run's (its stores, rules or configuration), not this job's logs: the batch stops on it and
+    # never stores it as the job's result. Never written out (exclude): it travels from a worker only.
+    run_wide: bool = Field(default=False, exclude=True)

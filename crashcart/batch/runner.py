@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.results import ResultStore
-from crashcart.knowledge.errors import CrashcartError
+from crashcart.knowledge.errors import CrashcartError, KnowledgeError
 from crashcart.parsers.workers import worker_pool
 
 Progress = Callable[[int, int], None]  # (jobs triaged so far, jobs to triage in this run)
@@ -64,12 +66,25 @@ def run_batch(
         else:
             todo.append((job, key, sum(max(size, 0) for _, size, _ in stats)))
     todo.sort(key=lambda t: -t[2])  # largest first: the long jobs start early and the pool ends together
-    for result in triage_jobs(
+    stream = triage_jobs(
         [(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path), progress=progress
-    ):
-        results.put(result)
-        done[result.job.job_id] = result
+    )
+    with closing(stream):  # a run-wide error ends the pool at once
+        for result in stream:
+            done[result.job.job_id] = _stored(result, results)
     return [done[j.job_id] for j in unique]
+
+
+def _stored(result: BatchResult, results: ResultStore) -> BatchResult:
+    """The result, once stored; a run-wide error is never stored as the job's (a rerun would reuse it after the
+    fix) but stops the batch with its one line."""
+    if result.run_wide:
+        raise CrashcartError(
+            f"batch stopped at job {result.job.job_id}: {result.error}; the jobs triaged so far are stored, "
+            "run the batch again once this is fixed"
+        )
+    results.put(result)
+    return result
 
 
 def stat_logs(paths: Sequence[Path]) -> list[_Stat]:
@@ -222,14 +237,22 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
     base: dict[str, Any] = {"job": job, "logs_key": key}
     try:
         if "error" in _WORKER:
-            raise RuntimeError(f"cannot open the stores: {_WORKER['error']}")
+            raise KnowledgeError(f"cannot open the stores: {_WORKER['error']}")
         report = triage(job.log_paths, workers=1, memory=_WORKER.get("memory"), rule_store=_WORKER.get("rules"))
         out = BatchResult(**base, status="ok", diagnosis=report.diagnosis, bytes=report.stats.bytes)
     except Exception as exc:
         out = BatchResult(
-            **base, status="error", error=_describe(exc), bytes=sum(max(s, 0) for _, s, _ in stat_logs(job.log_paths))
+            **base,
+            status="error",
+            error=_describe(exc),
+            bytes=sum(max(s, 0) for _, s, _ in stat_logs(job.log_paths)),
+            run_wide=isinstance(exc, _RUN_WIDE),
         )
     return out.model_copy(update={"seconds": round(time.perf_counter() - began, 3), "triaged_at": datetime.now(UTC)})
+
+
+# Errors of the run, not of a job's logs: the knowledge files and the stores (opening them, SQLite underneath).
+_RUN_WIDE = (KnowledgeError, sqlite3.Error)
 
 
 def _describe(exc: Exception) -> str:

@@ -17,7 +17,7 @@ from crashcart.batch.results import ResultStore, default_results_path
 from crashcart.batch.runner import logs_key, run_batch, stat_logs, triage_jobs
 from crashcart.batch.tree import discover_jobs
 from crashcart.evals.generator import JobSpec, generate_job
-from crashcart.knowledge.errors import InputError
+from crashcart.knowledge.errors import CrashcartError, InputError
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 EXPECTED = {"hw": "gpu_hardware", "ib": "network", "oom": "gpu_oom"}
@@ -117,6 +117,27 @@ def test_a_job_whose_metadata_cannot_be_read_is_an_error_until_it_is_fixed(tmp_p
         ]
         [fixed] = run_batch([bad.model_copy(update={"metadata_error": None})], results=store, workers=1)
         assert fixed.status == "ok"  # the logs did not change, but the stored error is not reused
+
+
+def test_a_run_wide_error_stops_the_batch_and_is_never_stored_as_a_jobs_result(tree: Path, tmp_path: Path) -> None:
+    """A rule store the workers cannot open is the run's error, not the jobs': stored, a rerun after the fix would
+    reuse it for every job whose logs did not change (issue 9)."""
+    broken = tmp_path / "rules.db"
+    broken.write_bytes(b"not a database\n" * 64)
+    jobs = discover_jobs(tree)
+    with ResultStore(tmp_path / "batch.db") as store:
+        with pytest.raises(CrashcartError) as stopped:
+            run_batch(jobs, results=store, workers=2, rules_path=broken)
+        message = str(stopped.value)
+        assert message.startswith("batch stopped at job ") and "\n" not in message
+        assert f"cannot open the stores: {broken}: cannot open as a rule store" in message
+        assert [(r.job.job_id, r.status) for r in store.all()] == [("empty", "no_logs")]  # known before any worker
+
+        fixed, calls = _run(jobs, store)
+        assert calls[-1] == (5, 5)  # every job triaged now: no stored error stood in for it
+        got = _by_id(fixed)
+        assert [got[name].status for name in EXPECTED] == ["ok", "ok", "ok"]
+        assert not [r for r in fixed if "cannot open the stores" in (r.error or "")]
 
 
 def test_logs_key_follows_paths_sizes_and_mtimes(tmp_path: Path) -> None:

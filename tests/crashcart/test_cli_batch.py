@@ -232,3 +232,15 @@ def test_errors_are_one_line_and_exit_2(cli, tree: Path, tmp_path: Path, args: l
     code, out, err = cli("batch", *[a.format(tree=tree, tmp=tmp_path) for a in args])
     assert code == 2 and out == ""
     assert err.startswith("crashcart: error: ") and message.format(tmp=tmp_path) in err and err.count("\n") == 1
+
+
+def test_a_store_no_worker_can_open_stops_the_batch_with_one_line(cli, tree: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "rules.db"
+    broken.write_bytes(b"not a database\n" * 64)
+    results = tmp_path / "batch.db"
+    code, out, err = cli("batch", str(tree), "--rules", str(broken), "--results", str(results), "--format", "json")
+    assert (code, out) == (2, "")
+    assert err.startswith("crashcart: error: batch stopped at job ") and err.count("\n") == 1
+    assert "cannot open as a rule store" in err and str(broken) in err
+    code, out, _ = cli("batch", str(tree), "--results", str(results), "--format", "json")
+    assert code == 0 and all(r["status"] == "ok" for r in json.loads(out)["results"])  # nothing stale was reused
