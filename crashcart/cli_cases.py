@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import Action, FailureClass
+from crashcart.printable import printable
 
 cases_app = typer.Typer(
     help="Incident memory: confirmed past failures, found again by similarity.", no_args_is_help=True
@@ -93,9 +95,9 @@ def list_(
             inc.id,
             inc.failure_class.value,
             inc.action.value,
-            p.job,
+            Text(printable(p.job)),  # the job defaults to its paths: plain text, never markup
             f"{p.created_at:%Y-%m-%d %H:%M}",
-            p.confirmed_by or p.source,
+            Text(printable(p.confirmed_by or p.source)),
         )
     Console().print(table)
     print(f"{store.count()} incident(s) in {store.path}")
@@ -134,8 +136,8 @@ def search(
             item.id,
             item.failure_class.value,
             item.action.value,
-            item.job,
-            item.resolution or "",
+            Text(printable(item.job)),
+            Text(printable(item.resolution or "")),
         )
     Console().print(table)
 

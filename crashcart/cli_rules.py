@@ -11,6 +11,7 @@ import typer
 
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.printable import printable
 
 rules_app = typer.Typer(help="Proposed fast-filter rules: review, confirm, reject.", no_args_is_help=True)
 
@@ -33,12 +34,13 @@ def _show(proposals) -> None:
     """One block per proposal: the pattern in full (a table would wrap it out of reach of copy and paste)."""
     if not proposals:
         print("no proposals")
-    for p in proposals:
-        print(f"{p.id}  {p.status}  {p.failure_class.value}  (from {p.model or p.origin}, job {p.job})")
-        print(f"  pattern: {p.pattern}")
-        print(f"  why:     {p.reason if p.status == 'rejected' else p.explanation}")
+    for p in proposals:  # jobs, reasons and examples come from logs: escaped for the terminal
+        origin = printable(p.model or p.origin)
+        print(f"{p.id}  {p.status}  {p.failure_class.value}  (from {origin}, job {printable(p.job)})")
+        print(f"  pattern: {printable(p.pattern)}")
+        print(f"  why:     {printable(p.reason if p.status == 'rejected' else p.explanation)}")
         for example in p.examples[:2]:
-            print(f"  matches: {example[:200]}")
+            print(f"  matches: {printable(example[:200])}")
 
 
 @rules_app.command("pending")

@@ -93,3 +93,16 @@ def test_add_a_labeled_set(cli, tmp_path: Path, dev_evalset: Path) -> None:
 @pytest.fixture(autouse=True)
 def _no_default_store(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CRASHCART_MEMORY", str(tmp_path / "default-store-unused.db"))
+
+
+def test_jobs_named_by_odd_paths_are_listed_as_plain_text(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # the table's job column in full
+    db = str(tmp_path / "mem.db")
+    (tmp_path / "r[").mkdir()  # the job defaults to the paths: `r[/]a.log` is rich markup that raises
+    log = _log(tmp_path / "r[", "]a.log", QUORUM.format(i=1, s=100, g=7, h="gpu-a17"))
+    resolution = "fixed \x1b[1m[/]\x1b[0m"
+    assert cli("cases", "add", log, "--class", "node_failure", "--resolution", resolution, "--memory", db)[0] == 0
+    for args in (("cases", "list"), ("cases", "search", log)):
+        code, out, err = cli(*args, "--memory", db)
+        assert code == 0, err
+        assert "r[/]a.log" in out and "\x1b" not in out

@@ -58,3 +58,17 @@ def test_propose_and_reject_and_errors(cli, tmp_path: Path) -> None:
     assert code == 2 and "--status" in err
     code, _, err = cli("rules", "propose", str(log), "--class", "node_failure", "--line", "99")
     assert code == 2 and "line 99" in err
+
+
+def test_proposals_show_their_log_lines_escaped(cli, tmp_path: Path) -> None:
+    # loguru's colours as datatrove wrote them to a log file (huggingface/datatrove#131)
+    log = tmp_path / "a.log"
+    log.write_text(
+        "\x1b[32m2024-03-22 07:26:34.220\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mdatatrove.utils.logging\x1b[0m:"
+        "\x1b[36madd_task_logger\x1b[0m:\x1b[36m47\x1b[0m - \x1b[1mLaunching pipeline for rank=275\x1b[0m\n"
+    )
+    code, out, err = cli("rules", "propose", str(log), "--class", "data_error", "--line", "1")
+    assert code == 0, err
+    code, out, _ = cli("rules", "list")
+    assert code == 0 and "matches: 2024-03-22 07:26:34.220 | INFO     | datatrove.utils.logging" in out
+    assert "\x1b" not in out
