@@ -1,8 +1,10 @@
 """A triage Report as Slack Block Kit: verdict, where, evidence in code blocks, next steps, past incidents, buttons.
 
 Log text is hostile: every string from a report is escaped (`&`, `<`, `>` and bare @here/@channel/@everyone),
-so a log line holding `<!channel>` or `<@U123>` shows as text and pings nobody. Slack's limits are kept:
-a section's text is at most 3000 characters, a message at most 50 blocks, a header 150 characters.
+so a log line holding `<!channel>` or `<@U123>` shows as text and pings nobody; colour codes are dropped and
+other control characters shown as escapes, as on the terminal (a raw ESC is harmless in Slack, but unreadable).
+Slack's limits are kept: a section's text is at most 3000 characters, a message at most 50 blocks, a header 150
+characters.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable
 from crashcart.agent.report import Report
 from crashcart.knowledge.rule_store import RuleProposal
 from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.printable import printable
 from crashcart.render import where
 
 SECTION_CHARS = 3000
@@ -36,7 +39,7 @@ _BROADCAST = re.compile(r"@(here|channel|everyone)\b", re.IGNORECASE)
 
 def escape(text: str) -> str:
     """Text safe for mrkdwn: no control sequences (<!channel>, <@U..>, links) and no bare broadcast words."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = printable(text, newlines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _BROADCAST.sub("@\u200b\\1", text)
 
 

@@ -39,6 +39,9 @@ HOSTILE = "NCCL WARN <!channel> <!here|here> <@U0ADMIN> <https://evil.example.co
         ("a & b", "a &amp; b"),
         ("ping @here and @Channel", "ping @\u200bhere and @\u200bChannel"),
         ("user@heredoc.com", "user@heredoc.com"),
+        # loguru's colours as a log file keeps them (huggingface/datatrove#131): dropped, not shown as garbage
+        ("\x1b[1mINFO    \x1b[0m | rank=275", "INFO     | rank=275"),
+        ("a\x1b]0;title\x07\rb\nc", "a\\x1b]0;title\\x07\\rb\nc"),  # other controls visible; newlines kept
     ],
 )
 def test_escape(raw: str, shown: str) -> None:
