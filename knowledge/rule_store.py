@@ -157,6 +157,14 @@ class SkippedRule(Frozen):
     pattern: str
     reason: str
 
+    @property
+    def warning(self) -> str:
+        """The one line a run prints about it: which rule, why, and where to look."""
+        return (
+            f"skipped confirmed rule {self.id}: {self.reason}; the run went on without it (see it with `crashcart "
+            f"rules show {self.id.removeprefix('user.')}`, propose a fixed one with `crashcart rules propose`)"
+        )
+
 
 def loadable_rules(store: RuleStore) -> tuple[builtins.list[Rule], builtins.list[SkippedRule]]:
     """The store's confirmed rules that still load (RE2, Hyperscan, their own examples), in proposal order, and

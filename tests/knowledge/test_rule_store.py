@@ -330,6 +330,8 @@ def test_a_confirmed_rule_that_no_longer_loads_is_left_out_with_its_reason(
     (left_out,) = skipped
     assert (left_out.id, left_out.pattern) == ("user.prop-0123456789", pattern)
     assert reason in left_out.reason and "\n" not in left_out.reason
+    assert left_out.warning.startswith(f"skipped confirmed rule user.prop-0123456789: {left_out.reason}; ")
+    assert "`crashcart rules show prop-0123456789`" in left_out.warning and "\n" not in left_out.warning
 
 
 def test_loadable_rules_of_a_sound_store_are_its_confirmed_rules(store: RuleStore) -> None:
