@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 CONSULT_BELOW = 0.6  # rules+memory confidence under which the model is asked
 CONTEXT_SHARE = 0.6  # of the token budget, for the context of the first call (retries need room)
+TIMEOUT_S = 30.0  # the whole consultation: a model that has not answered by then is not waited for
 
 
 class LLMOptions(Strict):
@@ -33,6 +34,7 @@ class LLMOptions(Strict):
 
     samples: int = Field(1, ge=1, le=9)
     token_budget: int = Field(20_000, ge=1000)
+    timeout_s: float = Field(TIMEOUT_S, gt=0, le=3600)  # one deadline for all samples, retries and backoff
     always: bool = False
     redact_hosts: bool = False
 
@@ -57,7 +59,10 @@ def consult(
     from crashcart.agent.llm_context import build_context
     from crashcart.agent.llm_provider import make_chat_model
 
-    model = chat_model or make_chat_model(settings)
+    # A single read may not outlast the whole deadline either, so an abandoned call's thread ends with it.
+    model = chat_model or make_chat_model(
+        settings.model_copy(update={"timeout_s": min(settings.timeout_s, options.timeout_s)})
+    )
     context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE))
     outcome = llm_diagnose(
         model,
@@ -66,6 +71,7 @@ def consult(
         diagnosis,
         samples=options.samples,
         token_budget=options.token_budget,
+        timeout_s=options.timeout_s,
         redact_hosts=options.redact_hosts,
     )
     proposals = []

@@ -3,7 +3,8 @@
 The model sees a redacted context; each reply is parsed into LLMAnswer and checked against the lines it was
 shown. An invalid reply is retried with the error; a call that fails for good (rate limits, timeouts) ends
 that sample. n samples vote on the class and their agreement is the confidence. With no valid answer, the
-rules' diagnosis stands. The token budget caps everything the diagnosis may spend.
+rules' diagnosis stands. The token budget and one deadline cap everything the diagnosis may spend: tokens,
+and the time of every sample, retry and backoff sleep.
 """
 
 from __future__ import annotations
@@ -17,9 +18,16 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from crashcart import prompts
-from crashcart.agent.llm_answer import AnswerError, LLMAnswer, answer_schema, parse_answer
+from crashcart.agent.llm_answer import MAX_REPLY_CHARS, AnswerError, LLMAnswer, answer_schema, check_size, parse_answer
 from crashcart.agent.llm_context import Context
-from crashcart.agent.llm_provider import LLMCallError, LLMSettings, cost_usd, estimate_tokens, invoke_with_retry
+from crashcart.agent.llm_provider import (
+    Deadline,
+    LLMCallError,
+    LLMSettings,
+    cost_usd,
+    estimate_tokens,
+    invoke_with_retry,
+)
 from crashcart.agent.models import Diagnosis, LLMUsage
 from crashcart.agent.redact import Redactor
 from crashcart.knowledge.records import Evidence, Strict
@@ -37,8 +45,11 @@ class LLMOutcome(Strict):
 
 
 class _Budget:
-    def __init__(self, tokens: int) -> None:
+    """What the diagnosis may still spend: tokens, and time until its deadline."""
+
+    def __init__(self, tokens: int, deadline: Deadline) -> None:
         self.left = tokens
+        self.deadline = deadline
 
     def allows(self, messages: Sequence[BaseMessage], max_out: int) -> bool:
         return estimate_tokens("".join(str(m.content) for m in messages)) + max_out <= self.left
@@ -54,10 +65,13 @@ def _account(usage: LLMUsage, reply: AIMessage, sent: Sequence[BaseMessage], bud
     meta = getattr(reply, "usage_metadata", None) or {}
     tokens_in = int(meta.get("input_tokens") or estimate_tokens("".join(str(m.content) for m in sent)))
     tokens_out = int(meta.get("output_tokens") or estimate_tokens(str(reply.content)))
-    usage.calls += 1
     usage.input_tokens += tokens_in
     usage.output_tokens += tokens_out
     budget.left -= tokens_in + tokens_out
+
+
+def _count_attempt(usage: LLMUsage) -> None:
+    usage.calls += 1  # every HTTP attempt, retried or failed, is a call
 
 
 def _one_sample(
@@ -75,11 +89,13 @@ def _one_sample(
             usage.budget_exhausted = True
             return None
         try:
-            reply = invoke_with_retry(model, messages, settings)
+            reply = invoke_with_retry(
+                model, messages, settings, deadline=budget.deadline, on_attempt=lambda: _count_attempt(usage)
+            )
         except LLMCallError as exc:
             usage.errors.append(f"{exc.kind}: {exc}")
-            usage.calls += 1  # a failed call is still a call, and may still have used tokens
-            usage.input_tokens += exc.tokens[0]
+            usage.timed_out = budget.deadline.passed
+            usage.input_tokens += exc.tokens[0]  # a failed call may still have used tokens
             usage.output_tokens += exc.tokens[1]
             budget.left -= sum(exc.tokens)
             return None
@@ -87,13 +103,14 @@ def _one_sample(
             usage.errors.append(f"error: {type(exc).__name__}: {str(exc)[:300]}")
             return None
         _account(usage, reply, messages, budget)
-        text = redactor.restore(str(reply.content))
+        text = str(reply.content)
         try:
-            return parse_answer(text, set(context.citeable), context.nodes)
+            check_size(text)  # before restoring: a server may ignore max_tokens and send megabytes
+            return parse_answer(redactor.restore(text), set(context.citeable), context.nodes)
         except AnswerError as exc:
             usage.errors.append(f"invalid answer: {exc}")
             messages += [
-                reply,
+                reply if len(text) <= MAX_REPLY_CHARS else AIMessage(text[:MAX_REPLY_CHARS]),
                 HumanMessage(f"That answer is invalid: {exc}. Reply with the corrected JSON object only."),
             ]
     return None
@@ -107,9 +124,11 @@ def llm_diagnose(
     *,
     samples: int = 1,
     token_budget: int = 20_000,
+    timeout_s: float = 30.0,
     redact_hosts: bool = False,
 ) -> LLMOutcome:
-    """Ask the model `samples` times within `token_budget`; vote; fall back to `rules` when nothing valid.
+    """Ask the model `samples` times within `token_budget` and `timeout_s`; vote; fall back to `rules` when
+    nothing valid came in time.
 
     Secrets are always redacted from what is sent; with redact_hosts, node names and IPs are pseudonymised
     too and mapped back in the answer.
@@ -117,14 +136,14 @@ def llm_diagnose(
     started = time.perf_counter()
     redactor = Redactor(hosts=True, ips=True, known_hosts=sorted(context.nodes)) if redact_hosts else Redactor()
     usage = LLMUsage(model=settings.model, samples=samples)
-    budget = _Budget(token_budget)
+    budget = _Budget(token_budget, Deadline(timeout_s))
     base = _messages(context, redactor)
     answers = []
     for _ in range(samples):
         answer = _one_sample(model, settings, base, context, redactor, usage, budget)
         if answer is not None:
             answers.append(answer)
-        if usage.budget_exhausted:
+        if usage.budget_exhausted or usage.timed_out:
             break
     usage.redactions = dict(redactor.count)
     usage.seconds = round(time.perf_counter() - started, 3)

@@ -10,17 +10,22 @@ A model is named by a spec, `provider:model`:
 
 There is one retry policy, ours (`invoke_with_retry`): the SDK's own retries are switched off so a rate limit
 is not retried 3 x 5 times behind our back, and so tests can drive every delay through an injected `sleep`.
+A `Deadline` bounds a whole diagnosis (every sample, attempt and backoff sleep): httpx has no total timeout, and
+a server that trickles a byte now and then resets its read timeout forever, so a call is waited for in a thread
+at most until the deadline and then abandoned.
 With $CRASHCART_LOCAL_MODELS_ONLY=1 `make_chat_model` refuses any endpoint that is not this machine; the test
 suite sets it for every test, so no test can reach a real LLM.
 """
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import importlib
 import math
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -235,11 +240,60 @@ def _other_provider(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
 # -- calling it ------------------------------------------------------------------------------------------------
 
 
+class Deadline:
+    """The one clock a whole diagnosis spends from: every sample, attempt and backoff sleep (--llm-timeout)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._ends = clock() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self._ends - self._clock())
+
+    @property
+    def passed(self) -> bool:
+        return self.left() <= 0.0
+
+
+class DeadlineExceeded(TimeoutError):
+    """The diagnosis's deadline passed while a call was still waiting for its reply."""
+
+
+def _invoke_within(model: Runnable[Any, Any], messages: list[BaseMessage], seconds: float) -> Any:
+    """`model.invoke(messages)` in a daemon thread, waited for at most `seconds`, then abandoned.
+
+    Waiting is the only bound a trickling server cannot defeat. The abandoned thread ends when its connection
+    does (its read timeout, capped at the deadline, or the server closing) and, being a daemon, never holds up
+    the exit; a ThreadPoolExecutor's would, since its workers are joined at exit.
+    """
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["reply"] = model.invoke(messages)
+        except BaseException as exc:  # handed to the caller's thread, which classifies it
+            box["error"] = exc
+        finally:
+            done.set()
+
+    context = contextvars.copy_context()  # callbacks and tracing see the caller's context
+    threading.Thread(target=context.run, args=(run,), name="crashcart-llm-call", daemon=True).start()
+    if not done.wait(seconds):
+        raise DeadlineExceeded(f"no reply within the {seconds:.1f}s left")
+    if "error" in box:
+        raise box["error"]
+    return box["reply"]
+
+
 def invoke_with_retry(
     model: Runnable[Any, Any],
     messages: Sequence[BaseMessage],
     settings: LLMSettings,
     *,
+    deadline: Deadline | None = None,
+    on_attempt: Callable[[], None] = lambda: None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     rng: random.Random | None = None,
@@ -250,7 +304,8 @@ def invoke_with_retry(
     diagnoses hitting one rate limit do not retry in lockstep; a Retry-After header replaces the guess. Client
     errors (400, 401, 404 ...) are not retried: the same request fails the same way. Errors that are not
     about the call at all (a bug) propagate unchanged. A reply without usage gets an estimate so the caller's
-    token budget still moves.
+    token budget still moves. With a `deadline`, no attempt waits and no backoff sleeps past it; `on_attempt`
+    is told of every attempt, so the caller counts HTTP requests, not answers.
     """
     from langchain_core.messages import AIMessage
 
@@ -258,16 +313,20 @@ def invoke_with_retry(
     started = clock()
     attempts = 0
     while True:
+        if deadline is not None and deadline.passed:
+            raise _out_of_time(deadline, attempts, clock() - started)
         attempts += 1
+        on_attempt()
         try:
-            reply = model.invoke(list(messages))
+            reply = _invoke_within(model, list(messages), deadline.left()) if deadline else model.invoke(list(messages))
         except Exception as exc:
             kind, retryable, status = classify_error(exc)
             if kind is None:
                 raise
             wait = _delay(exc, settings, attempts - 1, rng) if retryable else None
-            if wait is None or attempts > settings.max_retries:
-                why = _why_stopped(exc, retryable, wait)
+            late = deadline is not None and wait is not None and wait >= deadline.left()
+            if wait is None or attempts > settings.max_retries or late:
+                why = _why_stopped(exc, retryable, wait, deadline if late else None)
                 raise LLMCallError(
                     kind=kind,
                     attempts=attempts,
@@ -390,7 +449,23 @@ def _billed(exc: BaseException) -> tuple[int, int]:
     return (int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
 
 
-def _why_stopped(exc: BaseException, retryable: bool, wait: float | None) -> str:
+def _out_of_time(deadline: Deadline, attempts: int, elapsed: float) -> LLMCallError:
+    return LLMCallError(
+        kind="timeout",
+        attempts=attempts,
+        message=f"LLM call timed out after {attempts} attempt(s) in {elapsed:.1f}s: {_over(deadline)} passed",
+    )
+
+
+def _over(deadline: Deadline) -> str:
+    return f"the diagnosis's deadline of {deadline.seconds:g}s (--llm-timeout)"
+
+
+def _why_stopped(exc: BaseException, retryable: bool, wait: float | None, deadline: Deadline | None = None) -> str:
+    if isinstance(exc, DeadlineExceeded) and deadline is not None:
+        return f"; {_over(deadline)} passed"
+    if deadline is not None:
+        return f"; no time left to retry within {_over(deadline)}"
     if _quota_exhausted(exc):
         return "; the account is out of quota: check billing, or choose another model with CRASHCART_LLM"
     if _is_instance(exc, "openai", "LengthFinishReasonError"):

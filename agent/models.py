@@ -63,5 +63,6 @@ class LLMUsage(Strict):
     agreement: float = 0.0
     fallback: bool = False
     budget_exhausted: bool = False
+    timed_out: bool = False  # the diagnosis's deadline (--llm-timeout) ended the model's work
     errors: list[str] = Field(default_factory=list)
     redactions: dict[str, int] = Field(default_factory=dict)

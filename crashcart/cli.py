@@ -21,6 +21,8 @@ from crashcart.cli_rules import rules_app
 from crashcart.knowledge.errors import CrashcartError
 from crashcart.printable import printable
 
+TIMEOUT_S = 30.0  # crashcart.agent.consult.TIMEOUT_S (a test keeps them equal), not imported at start-up
+
 app = typer.Typer(
     help="Diagnose failed training jobs from their logs.",
     no_args_is_help=True,
@@ -59,6 +61,15 @@ LlmUrlOpt = Annotated[
         "--llm-base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server, Ollama): http://host:port/v1"
     ),
 ]
+LlmTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--llm-timeout",
+        min=0.1,
+        max=3600,
+        help="seconds the model may take per diagnosis, all samples and retries included; then the rules decide",
+    ),
+]
 
 
 @app.command()
@@ -78,6 +89,7 @@ def triage(
     llm_samples: Annotated[int, typer.Option(help="answers to sample; the class is their majority vote")] = 1,
     llm_budget: Annotated[int, typer.Option(help="token budget for the whole diagnosis")] = 20_000,
     llm_always: Annotated[bool, typer.Option(help="consult the model even when the rules are sure")] = False,
+    llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
     redact_hosts: Annotated[bool, typer.Option(help="also pseudonymise node names and IPs sent to the model")] = False,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
@@ -90,7 +102,13 @@ def triage(
     if memory is not None and store is None:
         raise CrashcartError(f"no incident store at {memory}: create one with `crashcart cases add --memory {memory}`")
     settings = _llm_settings(llm, llm_base_url)
-    options = LLMOptions(samples=llm_samples, token_budget=llm_budget, always=llm_always, redact_hosts=redact_hosts)
+    options = LLMOptions(
+        samples=llm_samples,
+        token_budget=llm_budget,
+        timeout_s=llm_timeout,
+        always=llm_always,
+        redact_hosts=redact_hosts,
+    )
     rule_store = open_rule_store(create=settings is not None)
     report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings, llm_options=options)
     if fmt is Format.json:
@@ -126,6 +144,7 @@ def eval_(
     llm: LlmOpt = None,
     llm_base_url: LlmUrlOpt = None,
     llm_samples: Annotated[int, typer.Option(help="answers to sample per consulted case")] = 1,
+    llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
     cases: Annotated[bool, typer.Option("--cases", help="with --format json: every case's prediction too")] = False,
 ) -> None:
     """Triage every labeled case of DIR and report accuracy, F1, action, evidence and node hit rates.
@@ -140,7 +159,9 @@ def eval_(
         from crashcart.agent.consult import LLMOptions
         from crashcart.evals.memory_eval import evaluate_memory
 
-        compared = evaluate_memory(directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples))
+        compared = evaluate_memory(
+            directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples, timeout_s=llm_timeout)
+        )
         if fmt is Format.json:
             drop = (
                 None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crashcart.agent.consult import CONSULT_BELOW, LLMOptions, should_consult
+from crashcart.agent.consult import CONSULT_BELOW, TIMEOUT_S, LLMOptions, should_consult
 from crashcart.agent.models import Diagnosis
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
@@ -27,3 +27,9 @@ def test_the_model_is_asked_when_rules_and_memory_are_unsure(
     cls: FailureClass, confidence: float, always: bool, asked: bool
 ) -> None:
     assert should_consult(_diagnosis(cls, confidence), LLMOptions(always=always)) is asked
+
+
+def test_the_deadline_defaults_well_under_a_minute() -> None:
+    from crashcart import cli
+
+    assert LLMOptions().timeout_s == TIMEOUT_S == cli.TIMEOUT_S <= 30  # the CLI keeps its own copy: no agent import

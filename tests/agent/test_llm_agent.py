@@ -95,7 +95,8 @@ def test_a_model_that_keeps_failing_falls_back_to_the_rules(job: Path, fake_chat
 def test_rate_limits_are_retried_then_answered(job: Path, fake_chat) -> None:
     model = fake_chat([rate_limit_error(), rate_limit_error(), answer()])
     report = run(job, model)
-    assert report.diagnosis.decided_by == "llm" and model.calls == 3 and report.llm.calls == 1
+    assert report.diagnosis.decided_by == "llm" and model.calls == 3
+    assert report.llm.calls == 3  # every attempt is a call: two rate-limited, one answered
 
 
 def test_timeouts_that_do_not_stop_end_in_fallback(job: Path, fake_chat) -> None:
@@ -206,3 +207,12 @@ def test_a_reply_cut_at_the_token_limit_is_not_retried_and_falls_back(job: Path,
     assert model.calls == 1 and report.llm.fallback is True
     assert report.llm.errors[0].startswith("length: LLM call ran out of output tokens")
     assert (report.llm.calls, report.llm.input_tokens, report.llm.output_tokens) == (1, 2078, 1500)
+
+
+def test_a_megabyte_reply_is_refused_by_size_not_parsed(job: Path, fake_chat) -> None:
+    model = fake_chat(["```{" * 250_000, answer()])  # 1 MB, from a server that ignores max_tokens
+    report = run(job, model, token_budget=400_000)
+    assert report.diagnosis.decided_by == "llm" and model.calls == 2
+    assert "1,000,000 characters, over the 32,000" in report.llm.errors[0]
+    resent = model.sent[1][-2]  # the retry shows the model its reply cut to the cap, not the megabyte
+    assert len(resent.content) == 32_000

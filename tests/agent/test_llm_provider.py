@@ -5,17 +5,19 @@ from __future__ import annotations
 import random
 import socket
 import sys
+import time
 import types
 from datetime import UTC, datetime
 
 import pytest
 from fakes.chat import bad_request_error, rate_limit_error, server_error, timeout_error
-from fakes.openai_server import Delay, Fail, Reply
+from fakes.openai_server import Delay, Fail, Reply, Silence, Trickle
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import ValidationError
 
 from crashcart.agent.llm_provider import (
+    Deadline,
     LLMCallError,
     LLMSettings,
     classify_error,
@@ -356,6 +358,63 @@ def test_insufficient_quota_and_long_retry_after_are_not_waited_for(openai_serve
     with pytest.raises(LLMCallError, match="asked to wait longer than 60s") as err:
         call(make_chat_model(settings), settings)
     assert err.value.attempts == 1 and openai_server.calls == 2
+
+
+class FakeClock:
+    """Time that moves only when the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_the_deadline_bounds_every_retry_and_backoff_sleep() -> None:
+    class Always429:
+        def invoke(self, messages: list) -> None:
+            raise rate_limit_error()
+
+    clock, attempts = FakeClock(), []
+    settings = LLMSettings(model="openai:x", max_retries=20, backoff_s=1.0)
+    with pytest.raises(LLMCallError, match=r"no time left to retry within the diagnosis's deadline of 10s") as err:
+        invoke_with_retry(
+            Always429(),
+            MESSAGES,
+            settings,
+            deadline=Deadline(10.0, clock=clock),
+            on_attempt=lambda: attempts.append(clock.now),
+            sleep=clock.sleep,
+            clock=clock,
+            rng=TopOfRange(),
+        )
+    assert attempts == [0.0, 1.0, 3.0, 7.0]  # slept 1, 2, 4; the next wait (8 s) would pass the deadline
+    assert err.value.attempts == len(attempts) and clock.now <= 10.0
+
+
+def test_a_retry_after_past_the_deadline_is_not_waited_for(openai_server) -> None:
+    openai_server.script([Fail(429, retry_after="5"), "never"])
+    settings = local(openai_server)
+    slept: list[float] = []
+    with pytest.raises(LLMCallError, match="no time left to retry") as err:
+        invoke_with_retry(make_chat_model(settings), MESSAGES, settings, deadline=Deadline(2.0), sleep=slept.append)
+    assert slept == [] and err.value.attempts == 1 and openai_server.calls == 1
+
+
+@pytest.mark.parametrize("hold", [Silence(), Trickle(every_s=0.05)], ids=["never-replies", "trickles"])
+def test_a_server_that_holds_the_call_is_abandoned_at_the_deadline(openai_server, hold) -> None:
+    settings = local(openai_server, timeout_s=60)  # a per-read timeout far beyond the deadline, as by default
+    openai_server.script([hold, "never reached"])
+    started = time.monotonic()
+    with pytest.raises(
+        LLMCallError, match=r"timed out after 1 attempt.*deadline of 1s \(--llm-timeout\) passed"
+    ) as err:
+        invoke_with_retry(make_chat_model(settings), MESSAGES, settings, deadline=Deadline(1.0))
+    assert err.value.kind == "timeout" and openai_server.calls == 1
+    assert time.monotonic() - started < 2.0  # the deadline, not 60 s of read timeout (or forever, trickling)
 
 
 def test_exhausted_script_fails_loudly(openai_server) -> None:

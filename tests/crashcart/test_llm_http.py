@@ -4,9 +4,11 @@ OpenAI-compatible server started by the test (scripted replies; nothing leaves 1
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
-from fakes.openai_server import Fail, Reply
+import pytest
+from fakes.openai_server import Fail, Reply, Silence, Trickle
 
 LOG = """2026-03-01 10:00:01 INFO step 100 loss 2.11
 2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100 after quorum loss on host gpu-a17
@@ -55,7 +57,7 @@ def test_triage_with_an_openai_compatible_server(tmp_path: Path, cli, openai_ser
     report = json.loads(out)
     d = report["diagnosis"]
     assert (d["failure_class"], d["decided_by"]) == ("node_failure", "llm")
-    assert report["llm"]["calls"] == 1 and report["llm"]["input_tokens"] == 900
+    assert report["llm"]["calls"] == 2 and report["llm"]["input_tokens"] == 900  # both HTTP attempts
     assert report["llm"]["output_tokens"] == 120
     assert report["proposals"][0]["status"] == "pending"
     assert openai_server.calls == 2  # one 429, retried after Retry-After, then the answer
@@ -89,3 +91,25 @@ def test_an_unreachable_model_falls_back_to_rules(tmp_path: Path, cli, openai_se
     report = json.loads(out)
     assert report["diagnosis"]["decided_by"] == "none" and report["llm"]["fallback"] is True
     assert report["llm"]["errors"][0].startswith("client")
+
+
+@pytest.mark.parametrize("hold", [Silence(), Trickle(every_s=0.1)], ids=["never-replies", "trickles"])
+def test_a_model_that_never_answers_falls_back_within_the_deadline(
+    tmp_path: Path, cli, openai_server, monkeypatch, hold
+) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    monkeypatch.setenv("CRASHCART_RULES", str(tmp_path / "rules.db"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
+    openai_server.script([hold] * 3)
+    args = ["triage", str(log), "--format", "json", "--no-memory", "--llm", "openai:m"]
+    started = time.monotonic()
+    code, out, err = cli(*args, "--llm-base-url", openai_server.base_url, "--llm-samples", "3", "--llm-timeout", "2")
+    elapsed = time.monotonic() - started
+    assert code == 0, err
+    report = json.loads(out)
+    u = report["llm"]
+    assert report["diagnosis"]["decided_by"] == "none" and u["fallback"] is True and u["timed_out"] is True
+    assert u["calls"] == 1 and openai_server.calls == 1  # the first sample used the deadline up: no more asked
+    assert "deadline of 2s (--llm-timeout) passed" in u["errors"][0]
+    assert 2.0 <= u["seconds"] < 3.0 and elapsed < 6.0  # not 5 attempts x 60 s x 3 samples, nor forever

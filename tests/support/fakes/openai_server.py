@@ -6,6 +6,8 @@ Retry-After headers and timeouts surface. Each POST to /v1/chat/completions cons
 
     server.script(["first reply", Fail(429, retry_after="2"), Delay(1.0), Reply("late", completion_tokens=3)])
 
+Silence() accepts a request and never answers; Trickle(0.1) answers 200 and then sends one byte of a body that
+never completes every 0.1 s, which resets any per-read timeout forever. Both hold on until the server stops.
 A plain string is shorthand for Reply(text). When the script runs out the server answers 500 with a message
 that says so, so a test that under-scripts fails loudly rather than hanging.
 """
@@ -53,7 +55,20 @@ class Delay:
     then: Reply | Fail = field(default_factory=lambda: Reply("(too late)"))
 
 
-Step = Union[str, Reply, Fail, Delay]  # noqa: UP007 - a runtime alias, kept readable on 3.10
+@dataclass(frozen=True)
+class Silence:
+    """Accept the request and never answer (until the server stops, which closes the connection)."""
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Answer 200 with a body promised but never finished: one space every `every_s` seconds, until stopped."""
+
+    every_s: float
+    promised_bytes: int = 1_000_000
+
+
+Step = Union[str, Reply, Fail, Delay, Silence, Trickle]  # noqa: UP007 - a runtime alias, kept readable on 3.10
 
 
 @dataclass(frozen=True)
@@ -242,7 +257,27 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._answer(self.fake._next(), body, n)
 
+    def _hold(self, step: Silence | Trickle) -> None:
+        """Hold the client until the server stops, then drop the connection so its reader wakes up."""
+        self.close_connection = True
+        if isinstance(step, Silence):
+            self.fake._stopping.wait()
+            return
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(step.promised_bytes))
+            self.end_headers()
+            while not self.fake._stopping.wait(step.every_s):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up
+
     def _answer(self, step: Step | None, body: dict[str, Any], n: int) -> None:
+        if isinstance(step, (Silence, Trickle)):
+            self._hold(step)
+            return
         if isinstance(step, Delay):
             if self.fake._stopping.wait(step.seconds):
                 return
