@@ -1,6 +1,8 @@
 """The opt-in LLM layer in a triage: when to ask the model, and what to do with the rule it suggests.
 
-The model is consulted only when the rules and the memory are unsure (or when asked to always). A rule it
+The model is consulted only when the rules and the memory are unsure (or when asked to always). It never
+overrules a sure root-cause verdict of the rules: an answer that contradicts one (log text can carry an answer
+to a model) is shown as an alternative and recorded in the llm block, and the rules' verdict stands. A rule it
 suggests is validated (compiles in the fast filter's engines, matches its evidence, matches no healthy log
 line, is not trivially broad) and, if it passes, waits in the rule queue for an operator.
 """
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from crashcart.agent.events import Event
-from crashcart.agent.models import Diagnosis, LLMUsage
+from crashcart.agent.models import Alternative, Diagnosis, LLMUsage, ModelVerdict
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
@@ -22,11 +24,15 @@ from crashcart.parsers.models import FileScan
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from crashcart.agent.llm_agent import LLMOutcome
     from crashcart.agent.llm_provider import LLMSettings
 
 CONSULT_BELOW = 0.6  # rules+memory confidence under which the model is asked
 CONTEXT_SHARE = 0.6  # of the token budget, for the context of the first call (retries need room)
 TIMEOUT_S = 30.0  # the whole consultation: a model that has not answered by then is not waited for
+# Rules confidence from which the model may not overrule them: only a root-cause rule reaches it (a symptom's
+# confidence tops out at 0.6), e.g. XID 79 -> drain the node at 0.93.
+SURE_FROM = 0.8
 
 
 class LLMOptions(Strict):
@@ -74,6 +80,7 @@ def consult(
         timeout_s=options.timeout_s,
         redact_hosts=options.redact_hosts,
     )
+    chosen = _settle(diagnosis, outcome)
     proposals = []
     if outcome.suggestion is not None:
         from crashcart.agent.proposals import propose_from_suggestion  # lazy: the validators load on a suggestion
@@ -82,4 +89,29 @@ def consult(
         if rule_store is not None and proposal.status == "pending":
             proposal = rule_store.propose(proposal)
         proposals.append(proposal)
-    return outcome.diagnosis, outcome.usage, proposals
+    return chosen, outcome.usage, proposals
+
+
+def _settle(rules: Diagnosis, outcome: LLMOutcome) -> Diagnosis:
+    """The model's diagnosis, unless it contradicts a sure one of the rules: then theirs, the model's recorded."""
+    if not contradicts_sure_rules(rules, outcome.diagnosis):
+        return outcome.diagnosis
+    outcome.usage.disagreement = ModelVerdict.model_validate(
+        outcome.diagnosis.model_dump(include=set(ModelVerdict.model_fields))
+    )
+    outcome.suggestion = None  # an overruled answer changes nothing: no rule is queued from it either
+    return keep_rules(rules, outcome.diagnosis)
+
+
+def contradicts_sure_rules(rules: Diagnosis, model: Diagnosis) -> bool:
+    """The model's answer names another class, action or set of nodes than a sure root-cause verdict of the rules."""
+    if model.decided_by != "llm" or rules.decided_by != "rules" or rules.confidence < SURE_FROM:
+        return False
+    other_nodes = bool(rules.faulty_nodes) and set(model.faulty_nodes) != set(rules.faulty_nodes)
+    return model.failure_class is not rules.failure_class or model.action is not rules.action or other_nodes
+
+
+def keep_rules(rules: Diagnosis, model: Diagnosis) -> Diagnosis:
+    """The rules' verdict, with the model's answer first among the alternatives."""
+    theirs = Alternative(failure_class=model.failure_class, score=model.confidence, source="llm")
+    return rules.model_copy(update={"alternatives": [theirs, *rules.alternatives]})

@@ -15,7 +15,8 @@ class Alternative(Strict):
     """A class the evidence also points to, ranked below the chosen one."""
 
     failure_class: FailureClass
-    score: float
+    score: float  # the rules' signal score; for the model's answer, its confidence (0-1)
+    source: Literal["rules", "llm"] = "rules"
 
 
 class SimilarIncident(Strict):
@@ -49,6 +50,16 @@ class Diagnosis(Strict):
     novel: bool | None = None  # True: nothing in memory is similar; None: memory not consulted or empty
 
 
+class ModelVerdict(Strict):
+    """The model's answer where it contradicted a sure root-cause verdict of the rules, which stood."""
+
+    failure_class: FailureClass
+    action: Action
+    confidence: float
+    faulty_nodes: list[str] = []
+    summary: str
+
+
 class LLMUsage(Strict):
     """What one diagnosis cost, for the JSON report and for eval."""
 
@@ -64,5 +75,6 @@ class LLMUsage(Strict):
     fallback: bool = False
     budget_exhausted: bool = False
     timed_out: bool = False  # the diagnosis's deadline (--llm-timeout) ended the model's work
+    disagreement: ModelVerdict | None = None  # the model overruled by the rules' sure verdict
     errors: list[str] = Field(default_factory=list)
     redactions: dict[str, int] = Field(default_factory=dict)

@@ -1,12 +1,32 @@
-"""Tests for agent/consult.py: when a triage asks the model (the whole loop is in tests/crashcart/test_llm_loop.py)."""
+"""Tests for agent/consult.py: when a triage asks the model (the whole loop is in tests/crashcart/test_llm_loop.py)
+and when its answer may not replace the rules'."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from crashcart.agent.consult import CONSULT_BELOW, TIMEOUT_S, LLMOptions, should_consult
-from crashcart.agent.models import Diagnosis
-from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
+from crashcart.agent.consult import (
+    CONSULT_BELOW,
+    SURE_FROM,
+    TIMEOUT_S,
+    LLMOptions,
+    contradicts_sure_rules,
+    should_consult,
+)
+from crashcart.agent.models import Alternative, Diagnosis
+from crashcart.api import triage
+from crashcart.knowledge.rule_store import MemoryRuleStore
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
+
+# The bundled example job, written by `crashcart generate` from evals/scenarios.yaml (which notes each line's source).
+XID79 = Path(__file__).resolve().parents[2] / "examples" / "xid79-job" / "logs"
+XID_LINE = (
+    "kernel-node07.log",
+    2,
+)  # "NVRM: Xid (PCI:0000:1b:00): 79, pid=28536, name=python, GPU has fallen off the bus."
 
 
 def _diagnosis(cls: FailureClass, confidence: float) -> Diagnosis:
@@ -33,3 +53,76 @@ def test_the_deadline_defaults_well_under_a_minute() -> None:
     from crashcart import cli
 
     assert LLMOptions().timeout_s == TIMEOUT_S == cli.TIMEOUT_S <= 30  # the CLI keeps its own copy: no agent import
+
+
+def _reply(cls: str, action: str, nodes: list[str], **extra: object) -> str:
+    file, line = XID_LINE
+    return json.dumps(
+        {
+            "failure_class": cls,
+            "action": action,
+            "evidence": [{"file": file, "line": line}],
+            "faulty_nodes": nodes,
+            "rationale": "The job was cancelled; retry it.",
+            **extra,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def xid79_rules() -> Diagnosis:
+    d = triage([XID79]).diagnosis
+    assert (d.failure_class, d.action, d.faulty_nodes, d.decided_by) == (
+        FailureClass.GPU_HARDWARE,
+        Action.DRAIN_NODE_AND_RETRY,
+        ["node07"],
+        "rules",
+    )
+    assert d.confidence >= SURE_FROM
+    return d
+
+
+@pytest.mark.parametrize(
+    ("cls", "action", "nodes"),
+    [
+        ("cancelled", "retry", []),  # the answer a log line carried to the model: "cancelled -> retry"
+        ("gpu_hardware", "retry", ["node07"]),  # the right class, but the failed GPU stays in service
+        ("gpu_hardware", "drain_node_and_retry", ["node03"]),  # a healthy node drained instead
+    ],
+)
+def test_a_model_that_contradicts_a_sure_root_cause_is_shown_not_obeyed(
+    fake_chat, xid79_rules: Diagnosis, cls: str, action: str, nodes: list[str]
+) -> None:
+    rule = {"regex": "GPU has fallen off the bus", "failure_class": cls, "why": "the model's reading"}
+    model = fake_chat([_reply(cls, action, nodes, proposed_rule=rule)])
+    store = MemoryRuleStore()
+    report = triage([XID79], chat_model=model, rule_store=store, llm_options=LLMOptions(always=True))
+    d = report.diagnosis
+    assert model.calls == 1
+    assert d.model_dump(exclude={"alternatives"}) == xid79_rules.model_dump(exclude={"alternatives"})  # it stands
+    assert d.alternatives == [
+        Alternative(failure_class=FailureClass(cls), score=0.95, source="llm"),
+        *xid79_rules.alternatives,
+    ]
+    seen = report.llm.disagreement
+    assert seen is not None and (seen.failure_class.value, seen.action.value, seen.faulty_nodes) == (cls, action, nodes)
+    assert report.proposals == [] and store.list() == []  # an overruled answer queues no rule either
+
+
+def test_a_model_that_agrees_with_a_sure_root_cause_records_no_disagreement(fake_chat, xid79_rules) -> None:
+    model = fake_chat([_reply("gpu_hardware", "drain_node_and_retry", ["node07"])])
+    report = triage([XID79], chat_model=model, llm_options=LLMOptions(always=True))
+    assert report.diagnosis.decided_by == "llm" and report.llm.disagreement is None
+    assert report.diagnosis.faulty_nodes == ["node07"]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "decided_by", "overruled"),
+    [(SURE_FROM, "rules", True), (SURE_FROM - 0.01, "rules", False), (0.95, "memory", False)],
+)
+def test_only_a_sure_rules_verdict_stands_against_the_model(
+    confidence: float, decided_by: str, overruled: bool
+) -> None:
+    rules = _diagnosis(FailureClass.GPU_HARDWARE, confidence).model_copy(update={"decided_by": decided_by})
+    model = _diagnosis(FailureClass.CANCELLED, 0.95).model_copy(update={"decided_by": "llm"})
+    assert contradicts_sure_rules(rules, model) is overruled
