@@ -70,7 +70,7 @@ def _candidates(text: str) -> Iterator[str]:
     for block in text.split(FENCE)[1:-1:2]:
         body = block.strip()
         body = body.removeprefix("json").lstrip() if body.startswith("json") else body
-        if body.startswith("{"):
+        if body.startswith("{") and body.endswith("}"):  # only what can be an object reaches the decoder
             yield body
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:

@@ -57,8 +57,10 @@ def test_the_search_is_linear_plain_string_work_and_no_regex(monkeypatch: pytest
         return json.loads(text)
 
     monkeypatch.setattr(llm_answer, "json", SimpleNamespace(loads=loads, JSONDecodeError=json.JSONDecodeError))
-    reply = ("```{ " * (MAX_REPLY_CHARS // 10)) + "```"  # every fence opens an object that never closes
+    broken = '```json\n{"failure_class": }\n```\n'  # every fence holds an object that does not decode
+    reply = broken * (MAX_REPLY_CHARS // len(broken))
     assert len(reply) <= MAX_REPLY_CHARS
     with pytest.raises(AnswerError, match="no JSON object"):
         parse_answer(reply, CITEABLE, NODES)
+    assert len(decoded) == reply.count(broken) + 1  # each block once, then the outermost {...} once
     assert sum(decoded) <= 2 * len(reply)  # each character reaches the decoder at most twice
