@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 
+from crashcart.agent.secret_rules import apply_rules
+
 _A = re.ASCII
 
 # Token shapes (after gitleaks/detect-secrets rules, loosened in length where vendors change formats), each with the
@@ -85,12 +87,27 @@ _ARGS = re.compile(
     r"[ \t]+['\"]?(?P<v>[^\s'\"-][^\s'\"]{0,511}))",
     _A,
 )  # --hf-token abc
+# -p with a password: glued for mysql/mariadb (`-p secret` there prompts, and `secret` is the database), either way
+# for sshpass, spaced for docker login. The command is looked for on the same line, at most _DASH_P_BACK before.
+_DASH_P = re.compile(r"-(?<![\w-]-)p(?P<sp>[ \t]?)['\"]?(?P<v>[^\s'\"-][^\s'\"]{0,255})", _A)
+_DASH_P_BACK = 512
+_DASH_P_COMMANDS = (("mysql", ""), ("mariadb", ""), ("sshpass", ""), ("sshpass", " "), ("docker", " "))
 _LOGIN = re.compile(
     r"login(?<![\w-]login)[ \t]+\S{1,128}\s{1,16}password[ \t]+(?P<n>\S{1,512})"  # .netrc
     r"|wandb(?<![\w-]wandb)[ \t]+login(?:[ \t]+--[\w-]{1,32}){0,3}[ \t]+(?P<w>[\w-]{32,128})",
     _A,
 )
 _BEARER = re.compile(r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,4096}=*)", _A)
+# A credential glued to an env-style prefix (PGPASSWORD, MYSQL_PWD, DBPASSWORD): _KV wants a word boundary there.
+_ENV = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<pre>[A-Z][A-Z0-9_]{0,62}?)(?P<kw>PASSWORD|PASSWD|PASSPHRASE|_PWD|SECRET|TOKEN|APIKEY)"
+    r"=[\"']?(?P<v>[^\s\"'`,;&]{1,512})",
+    _A,
+)
+# A base64 run too random to be a word or a path: a PEM body line shown alone, a key with no telling name.
+_BLOB = re.compile(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{40,4096}={0,2}(?![A-Za-z0-9+/=_.-])", _A)
+_BLOB_BITS = 4.4  # bits per character: random base64 of 40+ characters has ~4.8-5.2, paths and words ~3.5-4.2
+_ESCAPED = (("\\n", "\\\x0b"), ("\\r", "\\\x0c"))  # \n in JSON text -> \ + VT: a boundary for the patterns
 _EMAIL = re.compile(r"(?<![\w.%+-])(?P<local>[\w.%+-]{1,64})@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![\w-])", _A)
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -230,8 +247,12 @@ def _looks_random(value: str) -> bool:
         return False
     if not (re.search(r"\d", value) and re.search(r"[A-Za-z]", value)) or value.count("_") > 2:
         return False
-    counts = Counter(value)
-    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values()) >= 3.5
+    return _bits(value) >= 3.5
+
+
+def _bits(value: str) -> float:
+    """Shannon entropy per character: how random a value looks."""
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in Counter(value).values())
 
 
 def _ident_before(text: str, end: int) -> str:
@@ -328,25 +349,44 @@ class Redactor:
         return _PSEUDONYM.sub(lambda m: self._rev.get(m.group(0), m.group(0)), text)
 
     def _redact_secrets(self, text: str) -> str:
-        """Each family runs only when its literals occur (a cheap `in`), in an order where earlier wins."""
+        """Private key blocks first (they span lines and escapes), then the rest with escaped newlines as
+        boundaries (`\\nHF_TOKEN=...` inside a JSON string), each family only when its literals occur."""
         if "PRIVATE KEY" in text or "Private-Lines" in text:
             text = self._private_keys(text)
+        shield = "\\" in text and "\x0b" not in text and "\x0c" not in text
+        if shield:
+            for escape, boundary in _ESCAPED:
+                text = text.replace(escape, boundary)
+        text = self._redact_lines(text)
+        if shield:  # a backslash a secret's value took with it leaves its boundary alone: it is put back too
+            for escape, boundary in _ESCAPED:
+                text = text.replace(boundary, escape).replace(boundary[1], escape)
+        return text
+
+    def _redact_lines(self, text: str) -> str:
+        """Vendor shapes, rule sets, then keywords and contexts, then random-looking blobs: earlier wins."""
         for kind, keywords, pattern in _TOKENS:
             if any(k in text for k in keywords):
                 text = pattern.sub(partial(self._token_sub, kind=kind), text)
+        text = apply_rules(text, self._placeholder)
         if "://" in text:
             text = _URL_PASS.sub(self._url_sub, text)
         lower = text.lower()
         if any(k in lower for k in ("pass", "secret", "token", "key", "authorization", "pat")):
             text = _KV.sub(self._kv_sub, text)
+        if any(k in text for k in ("PASS", "_PWD", "SECRET", "TOKEN", "APIKEY")):
+            text = _ENV.sub(self._env_sub, text)
         if "-" in text:
             text = _ARGS.sub(self._args_sub, text)
+        if any(c in text for c, _ in _DASH_P_COMMANDS):
+            text = _DASH_P.sub(self._dash_p_sub, text)
         if "login" in text:
             text = _LOGIN.sub(self._args_sub, text)
         if "bearer" in lower:
             text = _BEARER.sub(lambda m: self._replace_group(m, "v", "token"), text)
         if "@" in text:
             text = _EMAIL.sub(self._email_sub, text)
+        text = _BLOB.sub(self._blob_sub, text)
         for pattern in self._extra:
             text = pattern.sub(lambda m: self._replace_group(m, 1 if m.re.groups else 0, "custom"), text)
         return text
@@ -414,6 +454,24 @@ class Redactor:
         group = "v1" if m["v1"] is not None else "v2" if m["v2"] is not None else "v3"
         kind = _kv_kind(_ident_before(m.string, m.start()), m["kw"], m[group])
         return self._replace_group(m, group, kind) if kind else m.group(0)
+
+    def _env_sub(self, m: re.Match[str]) -> str:
+        keyword = "PASSWORD" if m["kw"] in ("_PWD", "PASSWD", "PASSPHRASE") else m["kw"]
+        kind = _kv_kind(m["pre"], keyword, m["v"])
+        return self._replace_group(m, "v", kind) if kind else m.group(0)
+
+    def _dash_p_sub(self, m: re.Match[str]) -> str:
+        before = m.string[max(0, m.start() - _DASH_P_BACK) : m.start()]
+        before = before[before.rfind("\n") + 1 :]  # the same line only
+        spacing = m["sp"].replace("\t", " ")
+        if any(spacing == sp and command in before for command, sp in _DASH_P_COMMANDS):
+            return self._replace_group(m, "v", "password")
+        return m.group(0)
+
+    def _blob_sub(self, m: re.Match[str]) -> str:
+        blob = m.group(0)
+        mixed = any(c.isupper() for c in blob) and any(c.islower() for c in blob) and any(c.isdigit() for c in blob)
+        return self._placeholder("encoded_secret") if mixed and _bits(blob) >= _BLOB_BITS else blob
 
     def _args_sub(self, m: re.Match[str]) -> str:
         if m.re is _ARGS and m["v"] is not None:
