@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,12 +65,10 @@ def run_batch(
         else:
             todo.append((job, key, sum(max(size, 0) for _, size, _ in stats)))
     todo.sort(key=lambda t: -t[2])  # largest first: the long jobs start early and the pool ends together
-    stream = triage_jobs(
+    for result in triage_jobs(
         [(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path), progress=progress
-    )
-    with closing(stream):  # a run-wide error ends the pool at once
-        for result in stream:
-            done[result.job.job_id] = _stored(result, results)
+    ):  # a run-wide error raised here leaves the loop, which closes the generator and so ends the pool
+        done[result.job.job_id] = _stored(result, results)
     return [done[j.job_id] for j in unique]
 
 
