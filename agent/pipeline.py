@@ -22,8 +22,9 @@ from crashcart.agent.salience import mark_rare, salient_templates
 from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.rules import Rule, load_rules
+from crashcart.parsers.models import Skipped
 from crashcart.parsers.scan import scan_sources
-from crashcart.parsers.sources import discover
+from crashcart.parsers.sources import ReadCap, discover, nothing_read, printable
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -34,8 +35,9 @@ MAX_REPORT_EVENTS = 300
 
 
 def triage(
-    paths: Sequence[str | Path],
+    paths: Sequence[str | Path] | str | Path,
     *,
+    read_cap: ReadCap | None = None,
     rules: Sequence[Rule] | None = None,
     workers: int | None = None,
     memory: IncidentStore | None = None,
@@ -51,15 +53,21 @@ def triage(
     With an incident `memory`, the diagnosis lists the k most similar past incidents, lets them decide when
     the rules are unsure, and says when the failure is new. A `rule_store` adds the operator-confirmed rules
     to the fast filter and receives the model's rule proposals. With `llm` settings (or a `chat_model`), the
-    model is consulted when rules and memory are unsure.
+    model is consulted when rules and memory are unsure. A `read_cap` bounds the decompressed text read from each
+    .gz/.zst file. Files that cannot be read, or not to the end, are listed in the report's `skipped`.
     """
     started = time.perf_counter()
-    sources = discover([str(p) for p in paths])
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)  # one path, not its characters
+    found = discover([str(p) for p in paths], cap=read_cap)
+    sources = found.sources
     active = list(rules) if rules is not None else load_rules()
     if rule_store is not None:
         active += rule_store.confirmed_rules()
     loaded = time.perf_counter()
     scans = scan_sources(sources, active, workers)
+    skipped = found.skipped + [Skipped(path=s.file, reason=s.problem) for s in scans if s.problem]
+    if all(s.problem and not s.lines for s in scans):  # every file failed before its first line
+        raise nothing_read(skipped)
     scanned = time.perf_counter()
     mark_rare(scans)
     events = build_events(scans)
@@ -82,7 +90,7 @@ def triage(
             options=options,
             chat_model=chat_model,
             rule_store=rule_store,
-            job=", ".join(str(p) for p in paths),
+            job=", ".join(printable(p) for p in paths),
         )
     llm_done = time.perf_counter()
     size = sum(s.bytes for s in scans)
@@ -98,7 +106,7 @@ def triage(
         mb_per_s=round(size / 1e6 / seconds, 1) if seconds > 0 else 0.0,
     )
     return Report(
-        paths=[str(p) for p in paths],
+        paths=[printable(p) for p in paths],
         diagnosis=diagnosis,
         events=events[:MAX_REPORT_EVENTS],
         events_omitted=max(0, len(events) - MAX_REPORT_EVENTS),
@@ -107,6 +115,7 @@ def triage(
         fingerprint=print_,
         llm=usage,
         proposals=proposals,
+        skipped=skipped,
         timings={
             "load_rules": round(loaded - started, 3),
             "scan": round(scanned - loaded, 3),

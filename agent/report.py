@@ -9,7 +9,7 @@ from crashcart.agent.models import Diagnosis, LLMUsage
 from crashcart.knowledge.incidents import Fingerprint
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal
-from crashcart.parsers.models import TemplateStat
+from crashcart.parsers.models import Skipped, TemplateStat
 
 REPORT_VERSION = 1
 
@@ -39,4 +39,5 @@ class Report(Strict):
     fingerprint: Fingerprint = Field(default_factory=Fingerprint)
     llm: LLMUsage | None = None  # present when the model was consulted: tokens, calls, seconds, cost
     proposals: list[RuleProposal] = Field(default_factory=list)  # rules suggested for the operator's queue
+    skipped: list[Skipped] = Field(default_factory=list)  # files not read, or not to the end (truncated ...), and why
     timings: dict[str, float] = Field(default_factory=dict)

@@ -10,6 +10,7 @@ from rich.text import Text
 from crashcart.agent.report import Report
 
 _CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
+MAX_SKIPPED = 10  # skipped files listed one a line; past this many, a count (the JSON lists them all)
 
 
 def to_json(report: Report) -> str:
@@ -32,6 +33,14 @@ def where(report: Report) -> str:
 
 def _cite(file: str, line: int) -> str:
     return f"{file}:{line}"
+
+
+def skipped_lines(report: Report, quote: str = "") -> list[str]:
+    """One line per file that was not read (or not to the end) and why; past MAX_SKIPPED, how many more."""
+    lines = [f"{quote}{s.path}{quote}: {s.reason}" for s in report.skipped[:MAX_SKIPPED]]
+    if len(report.skipped) > MAX_SKIPPED:
+        lines.append(f"... and {len(report.skipped) - MAX_SKIPPED} more (the JSON report lists them all)")
+    return lines
 
 
 def to_terminal(report: Report) -> RenderableType:
@@ -68,6 +77,9 @@ def to_terminal(report: Report) -> RenderableType:
     ]
     if d.similar or d.novel:
         parts.append(Panel(_similar_table(report), title="seen before?"))
+    if report.skipped:
+        title = f"skipped: {len(report.skipped)} not read, or not to the end"
+        parts.append(Panel(Text("\n".join(skipped_lines(report))), title=title, border_style="yellow"))
     return Group(*parts, footer)
 
 
@@ -120,6 +132,9 @@ def to_markdown(report: Report) -> str:
             + (f"; resolved: {s.resolution[:200]}" if s.resolution else "")
             for s in d.similar
         ]
+    if report.skipped:
+        lines += ["", f"**Skipped: {len(report.skipped)} not read, or not to the end**", ""]
+        lines += [f"- {line}" for line in skipped_lines(report, quote="`")]
     st = report.stats
     lines += ["", f"_{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s_"]
     return "\n".join(lines) + "\n"

@@ -46,3 +46,11 @@ class FileScan(Strict):
     hits_dropped: int = 0  # hits beyond the per-rule cap: counted, not kept
     templates: list[TemplateStat]
     seconds: float = 0.0
+    problem: str | None = None  # why reading stopped before the end (truncated, corrupt, over a size cap)
+
+
+class Skipped(Strict):
+    """A file or folder of the job that was not read, or not to its end, and why (one line)."""
+
+    path: str
+    reason: str

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
+from crashcart.knowledge.errors import ReadError
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.taxonomy import Role
@@ -66,14 +67,18 @@ class FileScanner:
         cap = HitCap()
         dropped = line_no = size = 0
         ranked: bool | None = None
-        for block in read_blocks(src):
-            size += len(block)
-            if ranked is None:
-                ranked = has_rank_prefixes(block[:65536].split(b"\n")[:50])
-            found = self.filter.scan(block)
-            dropped += self._keep_hits(found, block, line_no, src.display, where, hits, cap)
-            self.templater.count_block(block, line_no, counts, ranked)
-            line_no = counts.lines
+        problem = None
+        try:
+            for block in read_blocks(src):
+                size += len(block)
+                if ranked is None:
+                    ranked = has_rank_prefixes(block[:65536].split(b"\n")[:50])
+                found = self.filter.scan(block)
+                dropped += self._keep_hits(found, block, line_no, src.display, where, hits, cap)
+                self.templater.count_block(block, line_no, counts, ranked)
+                line_no = counts.lines
+        except ReadError as exc:  # truncated, corrupt, over the size cap: the lines before the fault still count
+            problem = f"read {counts.lines:,} lines, then: {exc.reason}"
         templates = self._template_stats(src.display, where, counts, hits)
         return FileScan(
             file=src.display,
@@ -85,6 +90,7 @@ class FileScanner:
             hits_dropped=dropped,
             templates=templates,
             seconds=time.perf_counter() - started,
+            problem=problem,
         )
 
     def _keep_hits(
@@ -228,6 +234,7 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
         hits_dropped=dropped,
         templates=list(stats.values()),
         seconds=sum(p.seconds for p in parts),
+        problem=next((p.problem for p in parts if p.problem), None),
     )
 
 

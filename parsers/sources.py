@@ -2,29 +2,36 @@
 
 Reading is streaming and block-wise: blocks end on a line boundary, so each stage after this one sees
 whole lines and memory stays bounded by the block size (and, for pathological inputs, by MAX_LINE).
+One bad file never sinks a job: discovery lists what it cannot read (unreadable, binary, corrupt at the start)
+as skipped, with why, and only a job with nothing readable at all is an error; a file that stops being
+readable part-way (truncated, corrupt, over a size cap) raises ReadError after the blocks before the fault.
 """
 
 from __future__ import annotations
 
-import gzip
+import io
 import os
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import IO, TYPE_CHECKING
 
 import zstandard
+from pydantic import Field
 
-from crashcart.knowledge.errors import InputError
-from crashcart.knowledge.records import Frozen
+from crashcart.knowledge.errors import InputError, ReadError
+from crashcart.knowledge.records import Frozen, Strict
+from crashcart.parsers.decompress import Truncated, gzip_chunks, zstd_chunks
+from crashcart.parsers.models import Skipped
+from crashcart.parsers.sniff import SNIFF_BYTES, Compression, compression_of, decoded_head, not_text
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 BLOCK_SIZE = 4 << 20
-MAX_LINE = 8 << 20  # a longer line is cut here (the rest still read, as the next line)
-SNIFF_BYTES = 8192
-ZSTD_READ = 1 << 16  # compressed bytes per step: one step's output stays small even at extreme ratios
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+MAX_LINE = 8 << 20  # a longer line keeps its first MAX_LINE bytes; the rest of that line is passed over
+STDIN = "<stdin>"
 _SKIP_SUFFIXES = frozenset(
     {
         ".png",
@@ -52,10 +59,16 @@ _SKIP_SUFFIXES = frozenset(
         ".index",
     }
 )
-# Bytes that never occur in text logs (NUL and C0 controls other than \t \n \v \f \r ESC).
-_BINARY_BYTES = bytes(set(range(32)) - {9, 10, 11, 12, 13, 27})
 
-Compression = Literal["none", "gzip", "zstd"]
+
+class ReadCap(Frozen):
+    """At most `bytes` of decompressed text per compressed file (a 100 KB upload can hold gigabytes).
+
+    `setting` names what raises the limit, for the message: "max_decompressed_bytes in bot.yaml".
+    """
+
+    bytes: int = Field(gt=0)
+    setting: str
 
 
 class Source(Frozen):
@@ -67,134 +80,248 @@ class Source(Frozen):
     size: int = 0  # bytes on disk (compressed size for .gz/.zst; 0 for stdin)
     start: int = 0  # a byte range of a plain file (a part of it scanned on its own); whole file by default
     end: int | None = None
+    cap: ReadCap | None = None  # a compressed source stops with a ReadError past this much decompressed text
+    head: bytes = b""  # stdin only: its first bytes, taken to tell the compression and put back when read
 
 
-def discover(paths: list[str]) -> list[Source]:
-    """Expand the user's paths into sources; every problem is an InputError that names the path."""
+class Discovery(Strict):
+    """What the paths hold: the sources to read, and what was left out, with why."""
+
+    sources: list[Source]
+    skipped: list[Skipped] = Field(default_factory=list)
+
+
+def printable(path: str | Path) -> str:
+    """A path as text that JSON and terminals take: bytes of a name that are not UTF-8 are shown as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def discover(paths: Sequence[str], cap: ReadCap | None = None) -> Discovery:
+    """Expand the user's paths into sources; a missing path is an InputError, and so is nothing readable."""
     if not paths:
         raise InputError("no log path given: pass a file, a folder of logs, or - for stdin")
-    sources: list[Source] = []
+    found = Discovery(sources=[])
     for raw in paths:
-        if raw == "-":
-            sources.append(Source(display="<stdin>"))
-            continue
-        path = Path(raw)
-        if path.is_dir():
-            found = _discover_dir(path, relative=len(paths) == 1)
-            if not found:
-                raise InputError(f"no log files under {path}: expected text, .gz or .zst files")
-            sources.extend(found)
-        elif path.is_file():
-            src = _file_source(path, path.name if len(paths) == 1 else str(path))
-            if _looks_binary(src):
-                raise InputError(f"{path} is a binary file, not a log: pass the job's text/.gz/.zst logs")
-            sources.append(src)
-        elif path.exists():
-            raise InputError(f"{path} is not a regular file or folder")
-        else:
-            raise InputError(f"no such file or folder: {path}")
-    return sources
+        for item in _discover_path(raw, alone=len(paths) == 1):
+            if isinstance(item, Skipped):
+                found.skipped.append(item)
+            else:
+                found.sources.append(item.model_copy(update={"cap": cap}) if cap else item)
+    if not found.sources:
+        raise nothing_read(found.skipped)
+    return found
 
 
-def _discover_dir(root: Path, relative: bool = True) -> list[Source]:
-    """Every readable text log below root (recursively), binaries skipped.
+def nothing_read(skipped: Sequence[Skipped]) -> InputError:
+    """The error for a job of which nothing could be read: the first few reasons, and how many more."""
+    shown = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return InputError(f"no log could be read: {shown}{more}")
+
+
+def _discover_path(raw: str, alone: bool) -> list[Source | Skipped]:
+    if raw == "-":
+        return [_stdin_source()]
+    path = Path(raw)
+    try:
+        is_dir, is_file, exists = path.is_dir(), path.is_file(), path.exists()
+    except OSError as exc:  # a name too long for the system, say
+        raise InputError(f"cannot read {printable(path)}: {exc.strerror or exc}") from exc
+    if is_dir:
+        return _discover_dir(path, relative=alone)
+    if is_file:
+        return [_file_source(path, printable(path.name if alone else path))]
+    if exists:
+        raise InputError(f"{printable(path)} is not a regular file or folder")
+    raise InputError(f"no such file or folder: {printable(path)}")
+
+
+def _discover_dir(root: Path, relative: bool = True) -> list[Source | Skipped]:
+    """Every readable text log below root (recursively), binaries and unreadable files and folders skipped.
 
     Named relative to root when root is the only path given; with several paths, by the full path
     (as files are), so two folders with the same layout do not give two sources the same name.
     """
-    found: list[Source] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if name.startswith(".") or path.suffix.lower() in _SKIP_SUFFIXES or not path.is_file():
-                continue
-            src = _file_source(path, str(path.relative_to(root)) if relative else str(path))
-            if not _looks_binary(src):
-                found.append(src)
+    found: list[Source | Skipped] = []
+    for path, error in _walk(root):
+        name = printable(path.relative_to(root) if relative and path != root else path)
+        if error is not None:
+            found.append(Skipped(path=name, reason=f"cannot list this folder ({error.strerror or error})"))
+        else:
+            found.append(_file_source(path, name))
+    if not found:
+        found.append(Skipped(path=printable(root), reason="holds no text, .gz or .zst log files"))
     return found
 
 
-def _file_source(path: Path, display: str) -> Source:
+def _walk(root: Path) -> Iterator[tuple[Path, OSError | None]]:
+    """Candidate log files below root in os.walk's order (a folder's files, then its sub-folders, by name).
+
+    Iterative, so a tree 1,000 folders deep is walked like any other; a folder that cannot be listed comes with
+    its error. Hidden names and the suffixes of checkpoints, images and archives are left out; symlinked
+    folders are not followed.
+    """
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError as exc:
+            yield folder, exc
+            continue
+        for entry in entries:
+            if Path(entry.name).suffix.lower() not in _SKIP_SUFFIXES and _entry_is(entry, file=True):
+                yield Path(entry.path), None
+        stack += [Path(e.path) for e in reversed(entries) if _entry_is(e, file=False)]
+
+
+def _entry_is(entry: os.DirEntry[str], file: bool) -> bool:
+    try:
+        return entry.is_file() if file else entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _file_source(path: Path, display: str) -> Source | Skipped:
     try:
         with path.open("rb") as fh:
-            magic = fh.read(4)
+            head = fh.read(SNIFF_BYTES)
         size = path.stat().st_size
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    compression: Compression = "none"
-    if magic.startswith(_GZIP_MAGIC):
-        compression = "gzip"
-    elif magic.startswith(_ZSTD_MAGIC):
-        compression = "zstd"
-    return Source(display=display, path=path, compression=compression, size=size)
+        return Skipped(path=display, reason=f"cannot read ({exc.strerror or exc})")
+    return _sniffed(Source(display=display, path=path, size=size), head)
 
 
-def _looks_binary(src: Source) -> bool:
-    """True when the first decoded bytes are mostly non-text (an image, a checkpoint, an executable)."""
-    head = b""
-    for block in read_blocks(src, block_size=SNIFF_BYTES, sniff=True):
-        head = block[:SNIFF_BYTES]
-        break
-    if not head:
-        return False
-    odd = len(head) - len(head.translate(None, _BINARY_BYTES))
-    return odd / len(head) > 0.10
+def _stdin_source() -> Source | Skipped:
+    if sys.stdin is None:  # started with standard input closed
+        raise InputError("no standard input to read: pipe a log into `crashcart triage -`, or give a path")
+    try:
+        head = sys.stdin.buffer.read(SNIFF_BYTES)
+    except OSError as exc:
+        return Skipped(path=STDIN, reason=f"cannot read ({exc.strerror or exc})")
+    return _sniffed(Source(display=STDIN, head=head), head)
 
 
-def read_blocks(src: Source, block_size: int = BLOCK_SIZE, sniff: bool = False) -> Iterator[bytes]:
-    """Yield the decoded text in blocks that end with b'\\n' (the last one may not).
+def _sniffed(src: Source, head: bytes) -> Source | Skipped:
+    """The source with its compression (by magic bytes), or why it is not a log."""
+    compression = compression_of(head)
+    try:
+        reason = not_text(decoded_head(head, compression))
+    except (zlib.error, zstandard.ZstdError) as exc:
+        reason = f"corrupt {compression} data at the start ({exc}); re-copy the file"
+    if reason:
+        return Skipped(path=src.display, reason=reason)
+    return src.model_copy(update={"compression": compression})
 
-    With sniff=True only the start is read and a truncated compressed stream is not an error.
+
+def read_blocks(src: Source, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+    """Yield the decoded text in blocks that each start a line and end with b'\\n' (the last one may not).
+
+    A line over MAX_LINE is cut there, and the rest of it passed over, so line numbers stay true. A file that
+    stops being readable part-way raises ReadError after the blocks (and the part line) before the fault.
     """
     raw = _open_raw(src)
     try:
-        chunks = _decoded_chunks(src, raw, block_size, sniff)
-        carry = b""
+        yield from _line_blocks(_decoded_chunks(src, raw, block_size))
+    finally:
+        raw.close()
+
+
+def _line_blocks(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    carry = b""
+    passing = False  # inside a line cut at MAX_LINE: its rest, up to its newline, is passed over
+    try:
         for chunk in chunks:
+            if passing:
+                end = chunk.find(b"\n")
+                if end < 0:
+                    continue
+                chunk, passing = chunk[end + 1 :], False
             data = carry + chunk if carry else chunk
             cut = data.rfind(b"\n") + 1
-            if cut == 0 and len(data) < MAX_LINE:
+            if cut == 0 and len(data) >= MAX_LINE:
+                yield data[:MAX_LINE]  # one enormous line: the first MAX_LINE bytes of it, as one line
+                carry, passing = b"", True
+            elif cut == 0:
                 carry = data
-                continue
-            if cut == 0:
-                cut = len(data)  # one enormous line: emit it cut at MAX_LINE rather than grow forever
-            carry = data[cut:]
-            yield data[:cut]
+            else:
+                carry = data[cut:]
+                yield data[:cut]
+    except ReadError:
         if carry:
-            yield carry
-    finally:
-        if src.path is not None:
-            raw.close()
+            yield carry  # the last line before the fault, as far as it goes: a node that died mid-write
+        raise
+    if carry:
+        yield carry
 
 
-def _open_raw(src: Source) -> BinaryIO:
+def _open_raw(src: Source) -> IO[bytes]:
     if src.path is None:
-        return sys.stdin.buffer
+        return io.BufferedReader(_Replay(src.head, sys.stdin.buffer))
     try:
         return src.path.open("rb")
     except OSError as exc:
-        raise InputError(f"cannot read {src.path}: {exc.strerror or exc}") from exc
+        raise ReadError(src.display, f"cannot read ({exc.strerror or exc})") from exc
 
 
-def _decoded_chunks(src: Source, raw: BinaryIO, size: int, sniff: bool) -> Iterator[bytes]:
+class _Replay(io.RawIOBase):
+    """Standard input with the bytes discovery took from it put back in front (closing it leaves stdin open)."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._head:
+            data, self._head = self._head[: len(view)], self._head[len(view) :]
+        else:
+            data = self._rest.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
+def _decoded_chunks(src: Source, raw: IO[bytes], size: int) -> Iterator[bytes]:
     try:
         if src.compression == "gzip":
-            yield from _gzip_chunks(raw, size)
+            yield from _capped(src, gzip_chunks(raw, size))
         elif src.compression == "zstd":
-            yield from _zstd_chunks(src, raw, size, sniff)
+            yield from _capped(src, zstd_chunks(raw, size))
         else:
             yield from _plain_chunks(src, raw, size)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        if not sniff:
-            raise InputError(f"{src.display}: corrupt or truncated gzip ({exc}); re-copy the file") from exc
+    except Truncated as exc:
+        raise ReadError(src.display, "truncated zstd stream (ends inside a frame); re-copy the file") from exc
+    except (EOFError, zlib.error) as exc:
+        raise ReadError(src.display, f"corrupt or truncated gzip ({exc}); re-copy the file") from exc
     except zstandard.ZstdError as exc:
-        raise InputError(f"{src.display}: corrupt zstd stream ({exc}); re-copy the file") from exc
+        raise ReadError(src.display, f"corrupt zstd stream ({exc}); re-copy the file") from exc
     except OSError as exc:
-        raise InputError(f"cannot read {src.display}: {exc.strerror or exc}") from exc
+        raise ReadError(src.display, f"cannot read ({exc.strerror or exc})") from exc
 
 
-def _plain_chunks(src: Source, raw: BinaryIO, size: int) -> Iterator[bytes]:
+def _capped(src: Source, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The chunks, up to the source's cap on decompressed bytes; past it, a ReadError naming the setting."""
+    if src.cap is None:
+        yield from chunks
+        return
+    left = limit = src.cap.bytes
+    for chunk in chunks:
+        if len(chunk) > left:
+            if left:
+                yield chunk[:left]
+            raise ReadError(
+                src.display,
+                f"decompresses to more than {limit:,} bytes, the limit set by {src.cap.setting}: "
+                f"only the first {limit:,} were read (raise {src.cap.setting} to read it all)",
+            )
+        left -= len(chunk)
+        yield chunk
+
+
+def _plain_chunks(src: Source, raw: IO[bytes], size: int) -> Iterator[bytes]:
     if src.start:
         raw.seek(src.start)
     left = None if src.end is None else src.end - src.start
@@ -223,28 +350,3 @@ def split(src: Source, parts: int) -> list[Source]:
         raise InputError(f"cannot read {src.path}: {exc.strerror or exc}") from exc
     cuts.append(src.size)
     return [src.model_copy(update={"start": a, "end": b}) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-
-
-def _gzip_chunks(raw: BinaryIO, size: int) -> Iterator[bytes]:
-    with gzip.GzipFile(fileobj=raw) as fh:
-        while chunk := fh.read(size):
-            yield chunk
-
-
-def _zstd_chunks(src: Source, raw: BinaryIO, size: int, sniff: bool) -> Iterator[bytes]:
-    """Decode concatenated zstd frames; a stream that ends inside a frame is truncated."""
-    dctx = zstandard.ZstdDecompressor()
-    dobj = dctx.decompressobj()
-    in_frame = False  # bytes of the current frame consumed but its end not yet seen
-    while chunk := raw.read(min(size, ZSTD_READ)):
-        while chunk:
-            in_frame = True
-            out = dobj.decompress(chunk)
-            if out:
-                yield out
-            chunk = b""
-            if dobj.eof:
-                chunk, in_frame = dobj.unused_data, False
-                dobj = dctx.decompressobj()
-    if in_frame and not sniff:
-        raise InputError(f"{src.display}: truncated zstd stream (ends inside a frame); re-copy the file")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import zstandard
 
 OOM_LOG = (
     "[rank0]: iteration      100/  5000 | lm loss: 2.31 |\n"
@@ -60,9 +62,11 @@ def test_stdin(cli, monkeypatch) -> None:
     assert json.loads(out)["diagnosis"]["evidence"][0]["file"] == "<stdin>"
 
 
-def _truncated_gzip(tmp_path: Path) -> Path:
-    path = tmp_path / "cut.log.gz"
-    path.write_bytes(gzip.compress(("line of a log that goes on\n" * 5000).encode())[:300])
+def _cut_in_first_block(tmp_path: Path) -> Path:
+    """A zstd file cut inside its first block: not one line of it can be decoded."""
+    path = tmp_path / "cut.log.zst"
+    body = "".join(f"{i} {OOM_LOG}" for i in range(2000)).encode()
+    path.write_bytes(zstandard.ZstdCompressor().compress(body)[:300])
     return path
 
 
@@ -70,9 +74,9 @@ def _truncated_gzip(tmp_path: Path) -> Path:
     ("make", "message"),
     [
         (lambda p: p / "missing.log", "no such file or folder"),
-        (lambda p: (p / "empty").mkdir() or p / "empty", "no log files under"),
-        (lambda p: (p / "x.bin").write_bytes(bytes(range(256)) * 64) and p / "x.bin", "is a binary file"),
-        (_truncated_gzip, "truncated gzip"),
+        (lambda p: (p / "empty").mkdir() or p / "empty", "holds no text, .gz or .zst log files"),
+        (lambda p: (p / "x.bin").write_bytes(bytes(range(256)) * 64) and p / "x.bin", "x.bin: binary: not text"),
+        (_cut_in_first_block, "no log could be read: cut.log.zst: read 0 lines, then: truncated zstd stream"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path, make, message: str) -> None:
@@ -137,3 +141,76 @@ def test_eval_json_is_one_compact_object_of_figures(cli, dev_evalset: Path) -> N
 def test_eval_of_a_missing_set_is_one_line(cli, tmp_path: Path) -> None:
     code, out, err = cli("eval", str(tmp_path / "none"))
     assert code == 2 and out == "" and err.count("\n") == 1
+
+
+# --- partial and odd input: read what can be read, list what was not (issue 9) -----------------------------
+
+
+def _node_logs(tmp_path: Path) -> Path:
+    """Two good node logs and the third node's .gz, cut where the node died mid-write (after its OOM)."""
+    job = tmp_path / "job"
+    job.mkdir()
+    healthy = "".join(f"[rank0]: iteration {i:8d}/  5000 | lm loss: 2.31 |\n" for i in range(100))
+    (job / "node01.log").write_text(healthy)
+    (job / "node02.log").write_text(healthy)
+    died = (healthy + OOM_LOG + healthy * 20).encode()
+    blob = gzip.compress(died)
+    (job / "node03.log.gz").write_bytes(blob[: len(blob) - 40])
+    return job
+
+
+def test_a_truncated_gz_among_good_node_logs_is_read_and_listed(cli, tmp_path: Path) -> None:
+    job = _node_logs(tmp_path)
+    code, out, err = cli("triage", str(job), "--format", "json", "--no-memory")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["diagnosis"]["failure_class"] == "gpu_oom"
+    assert report["diagnosis"]["evidence"][0]["file"] == "node03.log.gz"
+    [skipped] = report["skipped"]
+    assert skipped["path"] == "node03.log.gz"
+    assert skipped["reason"].startswith("read ") and "corrupt or truncated gzip" in skipped["reason"]
+
+    code, out, _ = cli("triage", str(job), "--no-memory")
+    assert code == 0 and "skipped: 1 not read, or not to the end" in out and "node03.log.gz: read " in out
+    code, out, _ = cli("triage", str(job), "--format", "md", "--no-memory")
+    assert code == 0 and "**Skipped: 1 not read, or not to the end**" in out and "- `node03.log.gz`: read " in out
+
+
+def test_an_unreadable_file_among_good_ones_is_listed_not_fatal(cli, tmp_path: Path, monkeypatch) -> None:
+    job = _node_logs(tmp_path)
+    (job / "node04.log").write_text(OOM_LOG)
+    denied = job / "node04.log"
+    real_open = Path.open
+
+    def fake_open(self: Path, *args, **kwargs):  # root reads any file: the permission error is made here
+        if self == denied:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", fake_open)
+    code, out, _ = cli("triage", str(job), "--format", "json", "--no-memory")
+    assert code == 0
+    skipped = json.loads(out)["skipped"]
+    assert {"path": "node04.log", "reason": "cannot read (Permission denied)"} in skipped
+
+
+def test_gzip_on_stdin_is_decompressed(cli, monkeypatch) -> None:
+    # `gzip -c train.log | crashcart triage -`: read as text, it gave binary evidence and `unknown`.
+    class GzipStdin:
+        buffer = __import__("io").BytesIO(gzip.compress(OOM_LOG.encode()))
+
+    monkeypatch.setattr(sys, "stdin", GzipStdin())
+    code, out, _ = cli("triage", "-", "--format", "json", "--no-memory")
+    assert code == 0
+    d = json.loads(out)["diagnosis"]
+    assert d["failure_class"] == "gpu_oom" and "CUDA out of memory" in d["evidence"][0]["text"]
+
+
+def test_a_file_name_that_is_not_utf8_gives_a_json_report(cli, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    Path(os.fsdecode(bytes(job) + b"/rank3-caf\xe9.log")).write_text(OOM_LOG)
+    code, out, err = cli("triage", str(job), "--format", "json", "--no-memory")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["diagnosis"]["evidence"][0]["file"] == "rank3-caf\\xe9.log"

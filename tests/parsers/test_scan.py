@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import io
 import types
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from crashcart.knowledge.rules import Rule
 from crashcart.parsers import scan as scan_module
@@ -87,7 +89,7 @@ def _write(path: Path, data: bytes) -> Path:
 def _job(tmp_path: Path, files: dict[str, bytes]) -> list[Source]:
     for rel, data in files.items():
         _write(tmp_path / "job" / rel, data)
-    return discover([str(tmp_path / "job")])
+    return discover([str(tmp_path / "job")]).sources
 
 
 def _hits(fs: FileScan) -> list[tuple[str, int, str | None, int | None, dict[str, str]]]:
@@ -340,7 +342,7 @@ def test_stdin_keeps_the_scan_in_process(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(scan_module, "ProcessPoolExecutor", NoPool)
     log = _write(tmp_path / "a.log", LOG)
     other = _write(tmp_path / "b.log", LOG)
-    scans = scan_sources(discover([str(log), "-", str(other)]), RULES, workers=4)
+    scans = scan_sources(discover([str(log), "-", str(other)]).sources, RULES, workers=4)
     assert [s.file for s in scans] == [str(log), "<stdin>", str(other)]
     assert [len(s.hits) for s in scans] == [3, 3, 3]
 
@@ -394,3 +396,34 @@ def test_split_cuts_on_line_starts_and_covers_the_file(tmp_path: Path) -> None:
     assert all(text[p.start - 1] == "\n" for p in parts[1:])
     assert "".join(b"".join(read_blocks(p, block_size=64)).decode() for p in parts) == text
     assert split(src, 1) == [src]
+
+
+@pytest.mark.parametrize("block_size", [7, 64, 4096])
+def test_line_numbers_stay_true_after_a_line_over_max_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_size: int
+) -> None:
+    # A line longer than MAX_LINE (a dumped tensor, say) counted as two lines once, and every line after it was
+    # cited one line too far.
+    monkeypatch.setattr(sources, "MAX_LINE", 256)  # longer than LOG's lines
+    monkeypatch.setattr(scan_module, "read_blocks", functools.partial(sources.read_blocks, block_size=block_size))
+    [src] = _job(tmp_path, {"r.log": b"x" * 3000 + b"\n" + LOG})
+    [fs] = scan_sources([src], RULES, workers=1)
+    assert fs.lines == 10
+    assert [(h.rule_id, h.ref.line) for h in fs.hits] == [
+        ("ckpt.saved", 5),
+        ("cuda.illegal_access", 8),
+        ("nccl.watchdog", 9),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_a_truncated_file_keeps_its_hits_and_says_why_it_stopped(tmp_path: Path, kind: str) -> None:
+    # Long enough for several zstd blocks: a block decodes only once all of it is there.
+    body = b"".join(line[:-1] + b" %d\n" % i for i, line in enumerate(LOG.splitlines(keepends=True) * 4000))
+    blob = gzip.compress(body) if kind == "gzip" else zstandard.ZstdCompressor().compress(body)
+    [src] = _job(tmp_path, {"node03.log": blob[: len(blob) - 20]})
+    [fs] = scan_sources([src], RULES, workers=1)
+    assert fs.lines > 30_000 and {h.rule_id for h in fs.hits} == {"ckpt.saved", "cuda.illegal_access", "nccl.watchdog"}
+    assert fs.problem is not None
+    assert fs.problem.startswith(f"read {fs.lines:,} lines, then: ")
+    assert "truncated" in fs.problem

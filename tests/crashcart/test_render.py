@@ -1,0 +1,61 @@
+"""crashcart/render.py: what was skipped shows in the terminal and in Markdown, one line each, then a count."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+from rich.console import Console
+
+from crashcart.api import triage
+from crashcart.render import MAX_SKIPPED, to_markdown, to_terminal
+
+# PyTorch's CUDA OOM as a rank prints it (the line of tests/crashcart/test_cli.py's OOM_LOG).
+OOM = (
+    "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB. GPU 3 has a total"
+    " capacity of 79.10 GiB of which 98.00 MiB is free.\n"
+)
+
+
+def _job_with_binaries(tmp_path: Path, binaries: int) -> Path:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.log").write_text(OOM)
+    rng = random.Random(1)
+    for i in range(binaries):  # core dumps, compressed blobs: nothing a log reader can use
+        (job / f"blob{i:02d}").write_bytes(rng.randbytes(4096))
+    return job
+
+
+def _terminal(report) -> str:  # type: ignore[no-untyped-def]
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(to_terminal(report))
+    return console.export_text()
+
+
+def test_a_few_skipped_files_are_listed_one_a_line(tmp_path: Path) -> None:
+    report = triage([_job_with_binaries(tmp_path, 2)], workers=1)
+    assert report.diagnosis.failure_class.value == "gpu_oom"
+    text = _terminal(report)
+    assert "skipped: 2 not read, or not to the end" in text
+    assert "blob00: binary: not text" in text and "blob01: binary: not text" in text
+    md = to_markdown(report)
+    assert "**Skipped: 2 not read, or not to the end**" in md
+    assert "- `blob00`: binary: not text (compressed or encrypted data" in md
+
+
+def test_many_skipped_files_end_in_a_count(tmp_path: Path) -> None:
+    report = triage([_job_with_binaries(tmp_path, MAX_SKIPPED + 5)], workers=1)
+    assert len(report.skipped) == MAX_SKIPPED + 5
+    md = to_markdown(report)
+    assert md.count("- `blob") == MAX_SKIPPED
+    assert "- ... and 5 more (the JSON report lists them all)" in md
+    text = _terminal(report)
+    assert "... and 5 more (the JSON report lists them all)" in text and "blob14" not in text
+
+
+def test_nothing_skipped_shows_nothing(tmp_path: Path) -> None:
+    report = triage([_job_with_binaries(tmp_path, 0)], workers=1)
+    assert report.skipped == []
+    assert "kipped" not in to_markdown(report) and "kipped" not in _terminal(report)
