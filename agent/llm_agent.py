@@ -29,6 +29,7 @@ from crashcart.agent.llm_provider import (
     invoke_with_retry,
 )
 from crashcart.agent.models import Diagnosis, LLMUsage
+from crashcart.agent.outbound import outbound
 from crashcart.agent.redact import Redactor
 from crashcart.knowledge.records import Evidence, Strict
 from crashcart.knowledge.runbooks import mitigation_steps
@@ -57,7 +58,7 @@ class _Budget:
 
 def _messages(context: Context, redactor: Redactor) -> list[BaseMessage]:
     system = prompts.render("system", schema=json.dumps(answer_schema(), separators=(",", ":")))
-    human = prompts.render("diagnose", **{k: redactor.redact(v) for k, v in context.sections.items()})
+    human = prompts.render("diagnose", **outbound(context.sections, redactor))
     return [SystemMessage(system), HumanMessage(human)]
 
 
@@ -111,8 +112,10 @@ def _one_sample(
             usage.errors.append(f"invalid answer: {exc}")
             messages += [
                 reply if len(text) <= MAX_REPLY_CHARS else AIMessage(text[:MAX_REPLY_CHARS]),
-                HumanMessage(f"That answer is invalid: {exc}. Reply with the corrected JSON object only."),
-            ]
+                HumanMessage(
+                    outbound(f"That answer is invalid: {exc}. Reply with the corrected JSON object only.", redactor)
+                ),
+            ]  # the error quotes the answer with its hosts restored: they are pseudonymised again
     return None
 
 
@@ -145,7 +148,7 @@ def llm_diagnose(
             answers.append(answer)
         if usage.budget_exhausted or usage.timed_out:
             break
-    usage.redactions = dict(redactor.count)
+    usage.redactions = dict(Counter(context.redactor.count) + Counter(redactor.count))
     usage.seconds = round(time.perf_counter() - started, 3)
     usage.cost_usd = cost_usd(settings, usage.input_tokens, usage.output_tokens)
     usage.valid_answers = len(answers)

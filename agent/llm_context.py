@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
 from crashcart.agent.models import Diagnosis
+from crashcart.agent.outbound import clip
+from crashcart.agent.redact import Redactor
 from crashcart.agent.salience import ERRORISH
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.runbooks import mitigation_steps
@@ -19,7 +21,7 @@ from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureCl
 from crashcart.parsers.models import FileScan
 
 CHARS_PER_TOKEN = 4
-LINE_CHARS = 400  # a shown line is cut here
+LINE_CHARS = 400  # a shown line is cut here, after its secrets are redacted
 _SHARES = {"findings": 0.25, "lines": 0.35, "templates": 0.2, "similar": 0.1, "runbooks": 0.1}
 
 
@@ -30,15 +32,16 @@ class Context:
     sections: dict[str, str]
     citeable: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> text shown
     nodes: set[str] = field(default_factory=set)
+    redactor: Redactor = field(default_factory=Redactor)  # secrets only: what it redacted while lines were cut
 
     @property
     def tokens(self) -> int:
         return sum(len(v) for v in self.sections.values()) // CHARS_PER_TOKEN + 1
 
 
-def _cite(ref_file: str, line: int, node: str | None, rank: int | None, text: str) -> str:
+def _cite(ref_file: str, line: int, node: str | None, rank: int | None, text: str, redactor: Redactor) -> str:
     who = " ".join(x for x in (node, None if rank is None else f"rank{rank}") if x)
-    return f"[{ref_file}:{line}]" + (f" ({who})" if who else "") + " " + text[:LINE_CHARS]
+    return f"[{ref_file}:{line}]" + (f" ({who})" if who else "") + " " + clip(text, LINE_CHARS, redactor)
 
 
 class _Section:
@@ -69,7 +72,7 @@ def build_context(
     ctx.nodes |= {e.node for e in events if e.node}
     ctx.sections["findings"] = _findings(diagnosis, events, _Section(chars["findings"]), ctx)
     ctx.sections["lines"] = _first_error_lines(scans, _Section(chars["lines"]), ctx)
-    ctx.sections["templates"] = _templates(scans, _Section(chars["templates"]))
+    ctx.sections["templates"] = _templates(scans, _Section(chars["templates"]), ctx.redactor)
     ctx.sections["similar"] = _similar(diagnosis, _Section(chars["similar"]))
     ctx.sections["runbooks"] = _runbooks(diagnosis, _Section(chars["runbooks"]))
     return ctx
@@ -80,7 +83,7 @@ def _taxonomy() -> str:
 
 
 def _show(section: _Section, ctx: Context, ref: LineRef | Event, suffix: str = "") -> bool:
-    line = _cite(ref.file, ref.line, ref.node, ref.rank, ref.text) + suffix
+    line = _cite(ref.file, ref.line, ref.node, ref.rank, ref.text, ctx.redactor) + suffix
     if section.add(line):
         ctx.citeable[(ref.file, ref.line)] = ref.text
         return True
@@ -121,7 +124,7 @@ def _first_error_lines(scans: Sequence[FileScan], section: _Section, ctx: Contex
     return section.text()
 
 
-def _templates(scans: Sequence[FileScan], section: _Section) -> str:
+def _templates(scans: Sequence[FileScan], section: _Section, redactor: Redactor) -> str:
     """Job-wide templates, rarest first: count, how many nodes/ranks, where first seen."""
     totals: dict[str, list] = {}
     for scan in scans:
@@ -132,10 +135,16 @@ def _templates(scans: Sequence[FileScan], section: _Section) -> str:
     for count, places, stat in sorted(totals.values(), key=lambda e: (e[0], e[2].first.line)):
         if not section.add(
             f"x{count} on {len(places)} node/rank(s), first {stat.first.file}:{stat.first.line}: "
-            f"{stat.template[:LINE_CHARS]}"
+            f"{clip(_template_text(stat.template, stat.first.text), LINE_CHARS, redactor)}"
         ):
             break
     return section.text()
+
+
+def _template_text(template: str, first: str) -> str:
+    """The template, or its first line when that line holds a secret: masking can cut a secret into pieces
+    (`xoxb-<*>-<*>-AbCd...`) that no pattern knows, while the line itself is redacted whole."""
+    return template if Redactor().redact(first) == first else first
 
 
 def _similar(diagnosis: Diagnosis, section: _Section) -> str:

@@ -1,7 +1,8 @@
 """A triage Report as Slack Block Kit: verdict, where, evidence in code blocks, next steps, past incidents, buttons.
 
 Log text is hostile: every string from a report is escaped (`&`, `<`, `>` and bare @here/@channel/@everyone),
-so a log line holding `<!channel>` or `<@U123>` shows as text and pings nobody; colour codes are dropped and
+so a log line holding `<!channel>` or `<@U123>` shows as text and pings nobody; secrets are redacted first by
+the gate for text that leaves the machine (crashcart.agent.outbound), before any cut; colour codes are dropped and
 other control characters shown as escapes, as on the terminal (a raw ESC is harmless in Slack, but unreadable).
 Slack's limits are kept: a section's text is at most 3000 characters, a message at most 50 blocks, a header 150
 characters.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from crashcart.agent.outbound import clip, outbound
 from crashcart.agent.report import Report
 from crashcart.knowledge.rule_store import RuleProposal
 from crashcart.knowledge.taxonomy import FailureClass
@@ -38,8 +40,8 @@ _BROADCAST = re.compile(r"@(here|channel|everyone)\b", re.IGNORECASE)
 
 
 def escape(text: str) -> str:
-    """Text safe for mrkdwn: no control sequences (<!channel>, <@U..>, links) and no bare broadcast words."""
-    text = printable(text, newlines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text safe for mrkdwn: no secrets, no control sequences (<!channel>, <@U..>, links), no bare broadcast words."""
+    text = printable(outbound(text), newlines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _BROADCAST.sub("@\u200b\\1", text)
 
 
@@ -60,7 +62,7 @@ def one_line(message: str, prefix: str = ":warning:") -> str:
 
 
 def _trim(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)  # redacted before it is cut: a cut secret's head is still a secret
 
 
 def _section(text: str, block_id: str | None = None) -> dict:

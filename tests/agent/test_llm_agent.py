@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from fakes.chat import rate_limit_error, timeout_error
+from fakes.secrets import LINES, leaks
 
 from crashcart.agent.consult import LLMOptions
 from crashcart.agent.llm_provider import LLMSettings
@@ -216,3 +217,30 @@ def test_a_megabyte_reply_is_refused_by_size_not_parsed(job: Path, fake_chat) ->
     assert "1,000,000 characters, over the 32,000" in report.llm.errors[0]
     resent = model.sent[1][-2]  # the retry shows the model its reply cut to the cap, not the megabyte
     assert len(resent.content) == 32_000
+
+
+def _sent(model) -> str:
+    return "\n".join(str(m.content) for call in model.sent for m in call)
+
+
+@pytest.mark.parametrize("redact_hosts", [False, True], ids=["secrets", "secrets-and-hosts"])
+def test_no_secret_of_the_corpus_reaches_the_model_even_across_a_retry(tmp_path: Path, fake_chat, redact_hosts) -> None:
+    """Every corpus line in a job's log (the long ones cross the 400-character cut), a first answer that is invalid
+    and names the node back (its error quotes the restored host), then a valid one: nothing the model is sent over
+    both calls holds a secret or an 8-character piece of one, nor, with --redact-hosts, the node's real name."""
+    log = tmp_path / "node07.log"
+    log.write_text(
+        "node07:41:42 [3] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<5> with status=5\n"
+        + "".join(f"ERROR {line.text}\n" for line in LINES)
+    )
+    node = "host-1" if redact_hosts else "node07"
+    invalid = answer(file=f"{node}.log", line=999, faulty_nodes=[node])
+    model = fake_chat([invalid, answer(file=f"{node}.log", line=1, faulty_nodes=[node])])
+    options = LLMOptions(always=True, redact_hosts=redact_hosts, token_budget=60_000)
+    report = triage([log], chat_model=model, llm=SETTINGS, llm_options=options)
+    assert model.calls == 2 and report.diagnosis.decided_by == "llm"
+    sent = _sent(model)
+    assert "not in the logs shown" in sent and "--tensor-model-parallel-size 8" in sent  # the retry, a long line
+    assert leaks(sent) == {}
+    assert ("node07" in sent) is not redact_hosts
+    assert report.llm is not None and report.llm.redactions.get("password", 0) >= 3

@@ -6,6 +6,8 @@ import json
 from datetime import datetime
 
 import pytest
+from fakes.secrets import LINES as SECRET_LINES
+from fakes.secrets import leaks
 
 from crashcart.agent.models import Diagnosis, SimilarIncident
 from crashcart.agent.report import Report, ScanStats
@@ -21,6 +23,7 @@ from crashcart.bot.blocks import (
     escape,
     one_line,
     report_blocks,
+    summary_text,
     with_note,
 )
 from crashcart.knowledge.records import Evidence
@@ -38,7 +41,7 @@ HOSTILE = "NCCL WARN <!channel> <!here|here> <@U0ADMIN> <https://evil.example.co
         ("<!subteam^S123>", "&lt;!subteam^S123&gt;"),
         ("a & b", "a &amp; b"),
         ("ping @here and @Channel", "ping @\u200bhere and @\u200bChannel"),
-        ("user@heredoc.com", "user@heredoc.com"),
+        ("ssh trainer@herenode07", "ssh trainer@herenode07"),  # a user@host, not @here (emails are redacted)
         # loguru's colours as a log file keeps them (huggingface/datatrove#131): dropped, not shown as garbage
         ("\x1b[1mINFO    \x1b[0m | rank=275", "INFO     | rank=275"),
         ("a\x1b]0;title\x07\rb\nc", "a\\x1b]0;title\\x07\\rb\nc"),  # other controls visible; newlines kept
@@ -151,3 +154,51 @@ def test_with_note_replaces_only_the_buttons() -> None:
         "block_id": DIAGNOSIS_BLOCK,
         "elements": [{"type": "mrkdwn", "text": "done"}],
     }
+
+
+def _secret_report() -> Report:
+    """A report whose every text field carries corpus secrets: evidence (all lines, one by one and past the cut),
+    the summary, next steps, a past incident's resolution, a pending proposal's pattern and explanation."""
+    texts = [line.text for line in SECRET_LINES]
+    evidence = [Evidence(file="node07.log", line=i + 1, text=text, node="node07") for i, text in enumerate(texts)]
+    diagnosis = Diagnosis(
+        failure_class=FailureClass.NETWORK,
+        action=Action.RETRY,
+        confidence=0.8,
+        summary="network (LLM): the launcher failed after " + texts[-2],
+        faulty_nodes=["node07"],
+        evidence=evidence,
+        mitigation=[f"check {text}" for text in texts[:12]],
+        similar=[
+            SimilarIncident(
+                id="inc-1",
+                similarity=0.9,
+                failure_class=FailureClass.NETWORK,
+                action=Action.RETRY,
+                resolution="rotated " + texts[0],
+                job="job 42",
+                created_at=datetime(2026, 1, 1),
+            )
+        ],
+    )
+    proposal = RuleProposal(
+        id="prop-0000000001",
+        pattern=texts[3],
+        failure_class=FailureClass.NETWORK,
+        explanation="seen with " + texts[7],
+        examples=[texts[3]],
+        origin="llm",
+        model="m",
+        job="j",
+    )
+    stats = ScanStats(files=1, lines=10, bytes=1000, rule_hits=1, templates=1, seconds=0.1, mb_per_s=1.0)
+    return Report(paths=["x"], diagnosis=diagnosis, stats=stats, proposals=[proposal])
+
+
+def test_no_secret_of_the_corpus_reaches_the_blocks_whole_or_in_pieces() -> None:
+    report = _secret_report()
+    assert leaks([e.text for e in report.diagnosis.evidence]) != {}  # the report itself holds them (local)
+    blocks = report_blocks(report, "abc123")
+    assert leaks(blocks) == {} and leaks(summary_text(report)) == {}
+    assert leaks(one_line(f"failed: {SECRET_LINES[0].text}")) == {} and leaks(code(SECRET_LINES[-1].text)) == {}
+    assert "[REDACTED:" in json.dumps(blocks) and "node07" in json.dumps(blocks)  # node names stay for people

@@ -1,0 +1,49 @@
+"""The gate for text that leaves the machine: every string inside what is sent is redacted, records come back as
+records, and a cut happens after redaction so no secret's head survives it."""
+
+from __future__ import annotations
+
+from fakes.secrets import LINES, SECRETS, leaks
+
+from crashcart.agent.models import Diagnosis
+from crashcart.agent.outbound import clip, outbound
+from crashcart.agent.redact import Redactor
+from crashcart.knowledge.records import Evidence
+from crashcart.knowledge.taxonomy import Action, FailureClass
+
+
+def test_every_string_in_a_structure_is_redacted_and_the_shape_kept() -> None:
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": line.text}} for line in LINES]
+    out = outbound(blocks)
+    assert leaks(out) == {} and [b["type"] for b in out] == ["section"] * len(LINES)
+    assert outbound(("a", 1, None)) == ("a", 1, None)
+
+
+def test_a_record_comes_back_as_a_record_of_the_same_type() -> None:
+    line = LINES[0].text  # PGPASSWORD=...
+    d = Diagnosis(
+        failure_class=FailureClass.NETWORK,
+        action=Action.RETRY,
+        confidence=0.5,
+        summary=line,
+        evidence=[Evidence(file="node07.log", line=3, text=line, node="node07")],
+    )
+    out = outbound(d)
+    assert isinstance(out, Diagnosis) and out.failure_class is FailureClass.NETWORK
+    assert leaks(out.model_dump(mode="json")) == {} and out.evidence[0].node == "node07"
+    assert d.summary == line  # the original is left as it was: the local report keeps its evidence
+
+
+def test_clip_redacts_before_it_cuts() -> None:
+    key = SECRETS["aws_id"]  # AKIA + 16: a shape with no keyword before it
+    line = "ERROR s3 upload failed: " + "x" * 364 + " " + key + " denied"  # the key starts at 389
+    assert leaks(Redactor().redact(line[:400]), {"k": key}) != {}  # cut first: its head is left, unrecognised
+    shown = clip(line, 400)
+    assert len(shown) == 400 and leaks(shown, {"k": key}) == {} and shown.endswith(" [REDACTED:…")
+
+
+def test_a_callers_redactor_pseudonymises_hosts_too() -> None:
+    redactor = Redactor(hosts=True, known_hosts=["node07"])
+    assert outbound({"error": "nodes the logs do not show: node07"}, redactor) == {
+        "error": "nodes the logs do not show: host-1"
+    }
