@@ -43,6 +43,15 @@ def skipped_lines(report: Report, quote: str = "") -> list[str]:
     return lines
 
 
+def overruled(report: Report) -> str | None:
+    """One line when the model contradicted a sure verdict of the rules, which stood (llm.disagreement)."""
+    seen = report.llm.disagreement if report.llm is not None else None
+    if seen is None:
+        return None
+    nodes = f" on {', '.join(seen.faulty_nodes)}" if seen.faulty_nodes else ""
+    return f"the model answered {seen.failure_class.value} → {seen.action.value}{nodes}; the rules' sure verdict stands"
+
+
 def to_terminal(report: Report) -> RenderableType:
     """A compact screen: verdict panel, evidence table, next steps, and what was read."""
     d = report.diagnosis
@@ -56,6 +65,8 @@ def to_terminal(report: Report) -> RenderableType:
         "\n",
         (where(report), "dim"),
     )
+    if overruled(report):
+        head.append(f"\n{overruled(report)}", style="yellow")
     evidence = Table(show_header=True, header_style="bold", expand=True, box=None)
     evidence.add_column("where", no_wrap=True, style="cyan")
     evidence.add_column("node/rank", no_wrap=True)
@@ -112,6 +123,7 @@ def to_markdown(report: Report) -> str:
         d.summary,
         "",
         f"*{where(report)}*",
+        *([f"_{overruled(report)}_"] if overruled(report) else []),
         "",
         "**Evidence**",
         "",

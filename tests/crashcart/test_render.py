@@ -1,4 +1,5 @@
-"""crashcart/render.py: what was skipped shows in the terminal and in Markdown, one line each, then a count."""
+"""crashcart/render.py: what was skipped shows in the terminal and in Markdown, one line each, then a count; a
+model the rules' sure verdict overruled is named."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from crashcart.agent.consult import LLMOptions
 from crashcart.api import triage
 from crashcart.render import MAX_SKIPPED, to_markdown, to_terminal
 
@@ -59,3 +61,15 @@ def test_nothing_skipped_shows_nothing(tmp_path: Path) -> None:
     report = triage([_job_with_binaries(tmp_path, 0)], workers=1)
     assert report.skipped == []
     assert "kipped" not in to_markdown(report) and "kipped" not in _terminal(report)
+
+
+def test_a_model_the_rules_overruled_is_named_in_both_formats(fake_chat) -> None:
+    xid79 = Path(__file__).resolve().parents[2] / "examples" / "xid79-job" / "logs"  # the bundled example job
+    cancelled = (
+        '{"failure_class": "cancelled", "action": "retry", "evidence": [{"file": "kernel-node07.log", "line": 2}], '
+        '"rationale": "The job was cancelled."}'
+    )
+    report = triage([xid79], chat_model=fake_chat([cancelled]), llm_options=LLMOptions(always=True))
+    line = "the model answered cancelled → retry; the rules' sure verdict stands"
+    assert report.diagnosis.failure_class.value == "gpu_hardware"
+    assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
