@@ -44,6 +44,7 @@ from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.rule_store import RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.parsers.sources import ReadCap
 from crashcart.stores import default_memory_path, open_memory, open_rule_store
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from crashcart.agent.llm_provider import LLMSettings
 
 log = logging.getLogger("crashcart.bot")
+DECOMPRESSED_SETTING = "max_decompressed_bytes in the bot config"
 _USER_ID = re.compile(r"^[A-Z0-9]+$")
 
 
@@ -84,6 +86,7 @@ class Services:
                 logs = gather(ask, self.config, self.client, Path(tmp))
                 report = triage(
                     logs.paths,
+                    read_cap=ReadCap(bytes=self.config.max_decompressed_bytes, setting=DECOMPRESSED_SETTING),
                     memory=self.memory,
                     rule_store=self.rule_store,
                     llm=self.llm,

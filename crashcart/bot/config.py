@@ -35,6 +35,9 @@ class BotConfig(Strict):
     rule_confirmer_group: str | None = None  # a user group id (S...) whose members may too
     max_upload_bytes: int = Field(20_000_000, gt=0)
     max_paste_bytes: int = Field(200_000, gt=0)
+    # Decompressed text read from each .gz/.zst file (a 20 MB zstd upload can hold 600 GB); past it, the report lists
+    # the file as read only up to the limit.
+    max_decompressed_bytes: int = Field(1_000_000_000, gt=0)
     memory_path: Path | None = None  # default: $CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db
     rules_path: Path | None = None  # default: $CRASHCART_RULES or ~/.local/share/crashcart/rules.db
     reports_dir: Path | None = None  # reports waiting for a button; default: beside the incident store

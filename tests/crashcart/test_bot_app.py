@@ -291,3 +291,18 @@ def test_socket_mode_requests_need_no_signature(make_bot, bot_logs: Path) -> Non
     )
     assert bot.app.dispatch(BoltRequest(body=event, mode="socket_mode")).status == 200
     assert "gpu_oom" in bot.next_post().params["text"]
+
+
+def test_an_upload_that_decompresses_past_the_cap_is_read_to_the_cap(make_bot, bot_config) -> None:
+    """A small .zst can hold gigabytes (issue 9): the bot reads max_decompressed_bytes of it, and says so."""
+    import zstandard
+
+    filler = "2026-03-01 10:00:02 INFO step 11 loss 2.1\n" * 100_000  # 4.3 MB of one line, in a few KB
+    bot = make_bot(max_decompressed_bytes=50_000)
+    bot.api.add_file("F1", "rank3.log.zst", zstandard.ZstdCompressor(level=19).compress((OOM + filler).encode()))
+    bot.mention("", files=[{"id": "F1"}])
+    assert "crashcart: gpu_oom → fix_job" in texts(bot.next_post().params["blocks"])
+    [saved] = [json.loads(p.read_text()) for p in bot_config.reports_dir.glob("*.json")]
+    [skipped] = saved["report"]["skipped"]
+    assert skipped["path"] == "rank3.log.zst" and saved["report"]["stats"]["bytes"] == 50_000
+    assert "more than 50,000 bytes, the limit set by max_decompressed_bytes in the bot config" in skipped["reason"]
