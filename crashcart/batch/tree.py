@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from crashcart.batch.hostlist import MAX_HOSTS
 from crashcart.batch.models import BatchJob
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.records import Strict
@@ -62,7 +63,7 @@ class _GeneratorSpec(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    nodes: int = Field(ge=1)
+    nodes: int = Field(ge=1, le=MAX_HOSTS)
     gpus_per_node: int = Field(8, ge=1)
     hostname: str = "node{:02d}"
     start: datetime | None = None
@@ -193,7 +194,7 @@ def _from_manifest(path: Path) -> JobMeta:
     spec = manifest.spec
     try:
         nodes = [spec.hostname.format(i) for i in range(spec.nodes)]
-    except (IndexError, KeyError, ValueError):
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):  # `{0.x}`, `{0[x]}`, `{1}` ...
         nodes = []
     elapsed = 0.0
     if manifest.fault_time is not None and spec.start is not None:

@@ -102,6 +102,22 @@ def test_a_foreign_manifest_gives_no_metadata(tmp_path: Path) -> None:
     assert (j.gpus, j.elapsed_s, [p.name for p in j.log_paths]) == (0, 0.0, ["a.log"])
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"nodes": 2, "hostname": "{0.x}"},  # AttributeError
+        {"nodes": 2, "hostname": "{0[x]}"},  # TypeError
+        {"nodes": 2, "hostname": "{1}"},  # IndexError
+        {"nodes": 10**12},  # a billion names would not fit in memory
+    ],
+)
+def test_a_manifest_whose_spec_makes_no_host_names_gives_none(tmp_path: Path, spec: dict) -> None:
+    _write(tmp_path / "j" / "a.log")
+    (tmp_path / "j" / "manifest.json").write_text(json.dumps({"spec": spec}))
+    [j] = discover_jobs(tmp_path)
+    assert (j.job_id, j.nodes, j.metadata_error) == ("j", [], None)
+
+
 def test_an_invalid_job_json_is_that_jobs_error_and_the_others_go_on(tmp_path: Path) -> None:
     _write(tmp_path / "good" / "a.log")
     (tmp_path / "good" / "job.json").write_text('{"gpus": 8}')
