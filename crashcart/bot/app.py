@@ -1,8 +1,8 @@
 """The Bolt app: a mention, a DM or /crashcart → the diagnosis in the thread; buttons → the stores.
 
 Handlers stay thin (parse the ask → call the library → post). Each acknowledges at once (an :eyes: reaction or
-the slash command's ack); triage then runs on Bolt's listener threads. Any error becomes one line in the thread
-and the app keeps serving.
+the slash command's ack) and queues the ask for crashcart/bot/work.py, which runs it off Bolt's listener threads
+under the bot's limits. Any error becomes one line in the thread and the app keeps serving.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from crashcart.agent.consult import LLMOptions
-from crashcart.api import triage
 from crashcart.bot.actions import ReportCache, SavedReport, confirm_diagnosis, decide_rule, propose_rule
 from crashcart.bot.blocks import (
     CONFIRM,
@@ -38,14 +37,16 @@ from crashcart.bot.blocks import (
     with_note,
 )
 from crashcart.bot.config import BotConfig
-from crashcart.bot.requests import HELP, TriageRequest, describe_ask, gather, parse_ask
+from crashcart.bot.opened import ReadLimits
+from crashcart.bot.requests import HELP, JobAsk, Logs, PathAsk, TriageRequest, describe_ask, gather, parse_ask
+from crashcart.bot.work import AskRunner, TriageJob
 from crashcart.knowledge.errors import CrashcartError, InputError
 from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.rule_store import RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.sources import ReadCap
-from crashcart.stores import default_memory_path, open_memory, open_rule_store
+from crashcart.stores import default_memory_path, default_rules_path, open_memory, open_rule_store
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -66,6 +67,9 @@ class Services:
     memory: IncidentStore
     rule_store: RuleStore
     cache: ReportCache
+    runner: AskRunner
+    memory_path: Path  # where the triage process opens the stores
+    rules_path: Path
     llm: LLMSettings | None = None  # when config.llm names a model
     chat_model: BaseChatModel | None = None
 
@@ -76,26 +80,39 @@ class Services:
         except SlackApiError as exc:
             log.error("chat.postMessage to %s failed: %s", channel, exc.response.get("error"))
 
-    def answer(self, channel: str, thread_ts: str, ask: TriageRequest | None) -> None:
-        """Triage what was asked and post the diagnosis (or one line saying why not) in the thread."""
+    def ask(self, channel: str, thread_ts: str, ask: TriageRequest | None) -> None:
+        """Queue the ask for an ask thread (Bolt's listener thread returns at once), or say the bot is full."""
         if ask is None:
             self.post(channel, thread_ts, f":information_source: {HELP}")
-            return
+        elif not self.runner.submit(lambda: self.answer(channel, thread_ts, ask)):
+            room = self.config.max_concurrent_asks + self.config.max_waiting_asks
+            line = f"crashcart is full ({room} asks running or waiting, max_concurrent_asks + max_waiting_asks)"
+            self.post(channel, thread_ts, one_line(line + ": ask again in a few minutes", ":hourglass:"))
+
+    def answer(self, channel: str, thread_ts: str, ask: TriageRequest) -> None:
+        """Triage what was asked and post the diagnosis (or one line saying why not) in the thread."""
         with replying(lambda line: self.post(channel, thread_ts, line)):
             with tempfile.TemporaryDirectory(prefix="crashcart-bot-") as tmp:
                 logs = gather(ask, self.config, self.client, Path(tmp))
-                report = triage(
-                    logs.paths,
-                    read_cap=ReadCap(bytes=self.config.max_decompressed_bytes, setting=DECOMPRESSED_SETTING),
-                    memory=self.memory,
-                    rule_store=self.rule_store,
-                    llm=self.llm,
-                    chat_model=self.chat_model,
-                    llm_options=LLMOptions(),
-                    workers=self.config.workers,
-                )
+                report = self.runner.triage(self._job(ask, logs, Path(tmp)), self.chat_model)
             report_id = self.cache.save(report, logs.job)
             self.post(channel, thread_ts, summary_text(report), report_blocks(report, report_id))
+
+    def _job(self, ask: TriageRequest, logs: Logs, workdir: Path) -> TriageJob:
+        """Paths and Slurm jobs are opened under the log roots; pastes and uploads are the bot's own files."""
+        named = isinstance(ask, JobAsk | PathAsk)
+        return TriageJob(
+            paths=logs.paths,
+            roots=list(self.config.log_roots) if named else [],
+            workdir=workdir,
+            memory_path=self.memory_path,
+            rules_path=self.rules_path,
+            limits=ReadLimits(bytes=self.config.max_read_bytes, files=self.config.max_read_files),
+            read_cap=ReadCap(bytes=self.config.max_decompressed_bytes, setting=DECOMPRESSED_SETTING),
+            llm=self.llm,
+            llm_options=LLMOptions(),
+            workers=self.config.workers,
+        )
 
     def offer_rule(self, saved: SavedReport, incident: Incident, channel: str, thread_ts: str) -> None:
         """Post the rule a confirmed class the rules missed suggests, with its buttons."""
@@ -142,15 +159,20 @@ def open_services(config: BotConfig, client: WebClient, chat_model: BaseChatMode
         from crashcart.agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
 
         settings = Settings.from_env(model=config.llm, base_url=config.llm_base_url)
-    memory = open_memory(config.memory_path, create=True)
-    rule_store = open_rule_store(config.rules_path, create=True)
-    reports = config.reports_dir or (config.memory_path or default_memory_path()).parent / "bot-reports"
+    memory_path = config.memory_path or default_memory_path()
+    rules_path = config.rules_path or default_rules_path()
+    memory = open_memory(memory_path, create=True)
+    rule_store = open_rule_store(rules_path, create=True)
+    reports = config.reports_dir or memory_path.parent / "bot-reports"
     return Services(
         config=config,
         client=client,
         memory=memory,
         rule_store=rule_store,
         cache=ReportCache(reports),
+        runner=AskRunner(config),
+        memory_path=memory_path,
+        rules_path=rules_path,
         llm=settings,
         chat_model=chat_model,
     )
@@ -171,7 +193,7 @@ def register(app: App, s: Services) -> None:
     @app.event("app_mention")
     def on_mention(event: dict, client: WebClient) -> None:
         _acknowledge(client, event)
-        s.answer(
+        s.ask(
             event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""), _file_ids(event))
         )
 
@@ -180,7 +202,7 @@ def register(app: App, s: Services) -> None:
         if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
             return  # only people's DMs to the bot; channel asks come as mentions
         _acknowledge(client, event)
-        s.answer(
+        s.ask(
             event["channel"], event.get("thread_ts") or event["ts"], parse_ask(event.get("text", ""), _file_ids(event))
         )
 
@@ -203,7 +225,7 @@ def register(app: App, s: Services) -> None:
                 )
             )
             return
-        s.answer(command["channel_id"], parent["ts"], ask)
+        s.ask(command["channel_id"], parent["ts"], ask)
 
     @app.action(CONFIRM)
     def on_confirm(ack: Callable, body: dict, action: dict, client: WebClient) -> None:

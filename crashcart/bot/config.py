@@ -43,8 +43,16 @@ class BotConfig(Strict):
     reports_dir: Path | None = None  # reports waiting for a button; default: beside the incident store
     llm: str | None = None  # provider:model, as `crashcart triage --llm`; off when unset
     llm_base_url: str | None = None
-    # Triage processes per ask. 1 by default: the scan's process pool would fork from the bot's listener threads.
+    # Scan processes per ask, inside its triage process (crashcart/bot/work.py).
     workers: int = Field(1, ge=1)
+    # What asks may cost: `max_concurrent_asks` run at once, each triage stopped after `max_triage_seconds`;
+    # `max_waiting_asks` more wait for a turn and the rest are turned away. A path or a Slurm job reads at most
+    # `max_read_bytes` (on disk) in at most `max_read_files` files, all its files together.
+    max_concurrent_asks: int = Field(2, ge=1)
+    max_waiting_asks: int = Field(8, ge=0)
+    max_triage_seconds: float = Field(300, gt=0)
+    max_read_bytes: int = Field(2_000_000_000, gt=0)
+    max_read_files: int = Field(2000, ge=1)
 
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)

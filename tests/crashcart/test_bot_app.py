@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
+from fakes.openai_server import Delay
 from fakes.slack_api import BOT_TOKEN, event_body, signed
 from fakes.slack_bot import CHANNEL, SECRET, texts
 from fakes.slurm import recorded
@@ -245,9 +247,10 @@ def test_a_direct_message_is_answered_in_its_thread(make_bot, bot_logs: Path) ->
 
 def test_errors_reply_in_one_line_and_the_app_keeps_serving(make_bot, bot_logs: Path, monkeypatch) -> None:
     (bot_logs / "rank3.log").write_text(OOM)
+    (bot_logs / "empty").mkdir()
     bot = make_bot()
-    real = bot_app.triage
-    monkeypatch.setattr(bot_app, "triage", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("disk\non fire")))
+    real = bot_app.gather
+    monkeypatch.setattr(bot_app, "gather", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("disk\non fire")))
     bot.mention("rank3.log")
     assert _one_line(bot.next_post()) == (
         ":boom: internal error: RuntimeError: disk on fire (the bot's log has the traceback)"
@@ -257,8 +260,99 @@ def test_errors_reply_in_one_line_and_the_app_keeps_serving(make_bot, bot_logs: 
     bot.api.fail("chat.postMessage", "channel_not_found")  # a failing post is logged, not raised
     bot.mention("rank3.log")
     bot.next_post()
-    monkeypatch.setattr(bot_app, "triage", real)
+    monkeypatch.setattr(bot_app, "gather", real)
+    bot.mention("empty/")  # refused inside the triage process: the line names the asked folder, not its links
+    assert _one_line(bot.next_post()) == (
+        f":warning: no log files under {(bot_logs / 'empty').resolve()}: expected text, .gz or .zst files"
+    )
     bot.mention("rank3.log")
+    assert "gpu_oom" in bot.next_post().params["text"]
+
+
+# -- races and limits: what one ask may read, and for how long -----------------------------------------------
+
+# What torchrun prints when a worker fails, before the per-rank summary (torch.distributed.elastic's
+# ChildFailedError): no rule can tell from it why, so triage consults the model.
+LAUNCHER = (
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+    "============================================================\n"
+    "train.py FAILED\n"
+)
+# The CUDA runtime's error for a bad device address, as PyTorch raises it (torch/csrc/cuda): in a log outside the
+# roots, where the bot must never read it.
+ILLEGAL = "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def test_a_symlink_swapped_in_after_the_check_is_not_read(make_bot, bot_logs: Path, tmp_path: Path, monkeypatch):
+    """The path is checked in the ask thread and read in the triage process. A user who owns the job folder swaps
+    it for a symlink out of the roots in between (deterministic here: the swap runs right after the check)."""
+    (bot_logs / "job7").mkdir()
+    (bot_logs / "job7" / "rank3.log").write_text(OOM)
+    secret = tmp_path / "secret" / "job7"
+    secret.mkdir(parents=True)
+    (secret / "rank3.log").write_text(ILLEGAL)
+    real = bot_app.gather
+
+    def gather_then_swap(*args, **kwargs):
+        logs = real(*args, **kwargs)
+        (bot_logs / "job7").rename(bot_logs / "job7.old")
+        (bot_logs / "job7").symlink_to(secret, target_is_directory=True)
+        return logs
+
+    monkeypatch.setattr(bot_app, "gather", gather_then_swap)
+    bot = make_bot()
+    bot.mention("job7/rank3.log")
+    reply = bot.next_post()
+    assert "job7/rank3.log leads out of the log roots this bot may read" in _one_line(reply)
+    assert "illegal memory access" not in json.dumps(reply.params)
+
+
+def test_an_ask_over_the_read_limit_is_refused_without_reading(make_bot, bot_logs: Path) -> None:
+    """Three sparse 1 GB files: reading them would take minutes; the sizes alone refuse the ask."""
+    job = bot_logs / "huge"
+    job.mkdir()
+    for i in range(3):
+        with (job / f"rank{i}.log").open("wb") as fh:
+            fh.truncate(1_000_000_000)
+    bot = make_bot(max_read_bytes=1_500_000_000)
+    began = time.monotonic()
+    bot.mention("huge/")
+    line = _one_line(bot.next_post())
+    assert "huge holds more than 1,500,000,000 bytes of logs, over the bot's limit (max_read_bytes)" in line
+    assert time.monotonic() - began < 15
+
+
+def _slow_model(openai_server, monkeypatch) -> dict:
+    """A model that never answers in time: LAUNCHER's triage waits on it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
+    openai_server.script([Delay(120)])
+    return {"llm": "openai:local-test-model", "llm_base_url": openai_server.base_url}
+
+
+def test_a_slow_triage_is_stopped_at_the_time_limit_while_other_asks_are_answered(
+    make_bot, openai_server, monkeypatch
+) -> None:
+    bot = make_bot(**_slow_model(openai_server, monkeypatch), max_triage_seconds=10, max_concurrent_asks=2)
+    slow = bot.mention("```" + LAUNCHER + "```")
+    fast = bot.mention("```" + OOM + "```")  # the rules are sure: no model, an answer in seconds
+    first = bot.next_post()
+    assert first.params["thread_ts"] == fast and "gpu_oom" in first.params["text"]
+    stopped = bot.next_post()
+    assert stopped.params["thread_ts"] == slow
+    assert "triage took longer than 10 s, the bot's limit (max_triage_seconds), and was stopped" in _one_line(stopped)
+    assert len(openai_server.requests) == 1
+
+
+def test_asks_beyond_the_bots_room_are_turned_away_in_one_line(make_bot, openai_server, monkeypatch) -> None:
+    limits = {"max_triage_seconds": 6, "max_concurrent_asks": 1, "max_waiting_asks": 0}
+    bot = make_bot(**_slow_model(openai_server, monkeypatch), **limits)
+    slow = bot.mention("```" + LAUNCHER + "```")
+    turned = bot.mention("```" + OOM + "```")
+    busy = bot.next_post()
+    assert busy.params["thread_ts"] == turned
+    assert _one_line(busy).startswith(":hourglass: crashcart is full (1 asks running or waiting")
+    assert bot.next_post().params["thread_ts"] == slow  # stopped at the time limit: room again
+    bot.mention("```" + OOM + "```")
     assert "gpu_oom" in bot.next_post().params["text"]
 
 

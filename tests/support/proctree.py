@@ -29,6 +29,16 @@ def group(pgid: int) -> dict[int, int]:
     return found
 
 
+def parents() -> dict[int, int]:
+    """{pid: ppid} of every live (not zombie) process."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        fields = _stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and fields[2] not in "ZX":
+            found[int(entry.name)] = int(fields[3])
+    return found
+
+
 def alive(pid: int) -> bool:
     """True while the process exists and is not a zombie (an orphan's zombie waits for init, it runs nothing)."""
     fields = _stat(pid)
