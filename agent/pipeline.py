@@ -20,7 +20,7 @@ from crashcart.agent.models import LLMUsage
 from crashcart.agent.report import Report, ScanStats
 from crashcart.agent.salience import mark_rare, salient_templates
 from crashcart.knowledge.incident_store import IncidentStore
-from crashcart.knowledge.rule_store import RuleProposal, RuleStore
+from crashcart.knowledge.rule_store import RuleProposal, RuleStore, loadable_rules
 from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers.models import Skipped
 from crashcart.parsers.scan import scan_sources
@@ -54,15 +54,19 @@ def triage(
     the rules are unsure, and says when the failure is new. A `rule_store` adds the operator-confirmed rules
     to the fast filter and receives the model's rule proposals. With `llm` settings (or a `chat_model`), the
     model is consulted when rules and memory are unsure. A `read_cap` bounds the decompressed text read from each
-    .gz/.zst file. Files that cannot be read, or not to the end, are listed in the report's `skipped`.
+    .gz/.zst file. Files that cannot be read, or not to the end, are listed in the report's `skipped`; a confirmed
+    rule that no longer loads is left out with a line in the report's `warnings`, never failing the run.
     """
     started = time.perf_counter()
     paths = [paths] if isinstance(paths, str | Path) else list(paths)  # one path, not its characters
     found = discover([str(p) for p in paths], cap=read_cap)
     sources = found.sources
     active = list(rules) if rules is not None else load_rules()
+    warnings: list[str] = []
     if rule_store is not None:
-        active += rule_store.confirmed_rules()
+        confirmed, left_out = loadable_rules(rule_store)
+        active += confirmed
+        warnings += [s.warning for s in left_out]
     loaded = time.perf_counter()
     scans = scan_sources(sources, active, workers)
     skipped = found.skipped + [Skipped(path=s.file, reason=s.problem) for s in scans if s.problem]
@@ -115,6 +119,7 @@ def triage(
         fingerprint=print_,
         llm=usage,
         proposals=proposals,
+        warnings=warnings,
         skipped=skipped,
         timings={
             "load_rules": round(loaded - started, 3),

@@ -40,4 +40,5 @@ class Report(Strict):
     llm: LLMUsage | None = None  # present when the model was consulted: tokens, calls, seconds, cost
     proposals: list[RuleProposal] = Field(default_factory=list)  # rules suggested for the operator's queue
     skipped: list[Skipped] = Field(default_factory=list)  # files not read, or not to the end (truncated ...), and why
+    warnings: list[str] = Field(default_factory=list)  # one line each: what else the run left out (a broken user rule)
     timings: dict[str, float] = Field(default_factory=dict)

@@ -111,6 +111,8 @@ def triage(
     )
     rule_store = open_rule_store(create=settings is not None)
     report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings, llm_options=options)
+    for warning in report.warnings:
+        print(f"crashcart: warning: {printable(warning)}", file=sys.stderr)
     if fmt is Format.json:
         sys.stdout.write(to_json(report) + "\n")
     elif fmt is Format.md:

@@ -92,6 +92,7 @@ def batch(
 
     jobs = _jobs(root, slurm, since, until, states)
     memory_path, rules_path = _store_paths(memory, no_memory, rules)
+    _warn_skipped_rules(rules_path)
     began, started = datetime.now(UTC), time.perf_counter()
     with ResultStore(results or default_results_path()) as store, _progress_bar() as progress:
         found = run_batch(
@@ -144,6 +145,21 @@ def _store_paths(memory: Path | None, no_memory: bool, rules: Path | None) -> tu
     memory_path = memory or (default_memory_path() if default_memory_path().is_file() else None)
     rules_path = rules or (default_rules_path() if default_rules_path().is_file() else None)
     return None if no_memory else memory_path, rules_path
+
+
+def _warn_skipped_rules(rules_path: Path | None) -> None:
+    """Say once, before the workers start, which confirmed rules every job will run without (each worker's
+    triage leaves them out on its own, and a batch result carries no warnings)."""
+    from crashcart.knowledge.rule_store import loadable_rules
+    from crashcart.printable import printable
+    from crashcart.stores import open_rule_store
+
+    store = open_rule_store(rules_path) if rules_path is not None else None
+    if store is None:
+        return
+    with store:
+        for skipped in loadable_rules(store)[1]:
+            print(f"crashcart: warning: {printable(skipped.warning)}", file=sys.stderr)
 
 
 @contextmanager

@@ -143,6 +143,48 @@ def test_eval_of_a_missing_set_is_one_line(cli, tmp_path: Path) -> None:
     assert code == 2 and out == "" and err.count("\n") == 1
 
 
+def test_a_confirmed_rule_that_no_longer_compiles_is_skipped_with_one_warning(
+    cli, oom_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9: such a rule made every triage exit 2. It is written straight into the SQLite file, as a store an
+    older crashcart filled (or a hand edit) holds it: nothing checked its pattern on the way in."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from crashcart.knowledge.rule_store import RuleProposal, SqliteRuleStore
+    from crashcart.knowledge.taxonomy import FailureClass
+
+    store = tmp_path / "rules.db"
+    SqliteRuleStore(store).close()
+    broken = RuleProposal(
+        id="prop-0123456789",
+        pattern=r"NVSwitch (\d+ fatal error",  # RE2: missing )
+        failure_class=FailureClass.GPU_HARDWARE,
+        explanation="An NVSwitch fatal error halts the GPU partition.",
+        examples=["NVSwitch 3 fatal error"],
+        origin="llm",
+        job="job-1",
+        status="confirmed",
+        decided_by="alice",
+        decided_at=datetime.now(UTC),
+    )
+    with sqlite3.connect(store) as conn:
+        conn.execute(
+            "INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
+            (broken.id, broken.pattern, broken.status, broken.model_dump_json()),
+        )
+    conn.close()
+    monkeypatch.setenv("CRASHCART_RULES", str(store))
+
+    code, out, err = cli("triage", str(oom_log), "--format", "json", "--no-memory")
+    assert code == 0
+    report = json.loads(out)
+    assert report["diagnosis"]["failure_class"] == "gpu_oom"  # the shipped rules still ran
+    (warning,) = report["warnings"]
+    assert warning.startswith("skipped confirmed rule user.prop-0123456789: ") and "does not compile in RE2" in warning
+    assert err == f"crashcart: warning: {warning}\n"
+
+
 # --- partial and odd input: read what can be read, list what was not (issue 9) -----------------------------
 
 

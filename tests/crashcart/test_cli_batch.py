@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,8 +13,11 @@ import pytest
 from fakes.slurm import Reply, recorded
 
 from crashcart import cli as cli_module
+from crashcart.batch.results import ResultStore
 from crashcart.cli_batch import batch
 from crashcart.evals.generator import JobSpec, generate_job
+from crashcart.knowledge.rule_store import RuleProposal, SqliteRuleStore
+from crashcart.knowledge.taxonomy import FailureClass
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -235,12 +239,93 @@ def test_errors_are_one_line_and_exit_2(cli, tree: Path, tmp_path: Path, args: l
 
 
 def test_a_store_no_worker_can_open_stops_the_batch_with_one_line(cli, tree: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "incidents.db"
+    broken.write_bytes(b"not a database\n" * 64)
+    results = tmp_path / "batch.db"
+    code, out, err = cli("batch", str(tree), "--memory", str(broken), "--results", str(results), "--format", "json")
+    assert (code, out) == (2, "")
+    assert err.startswith("crashcart: error: batch stopped at job ") and err.count("\n") == 1
+    assert "cannot open the stores: " in err and str(broken) in err
+    code, out, _ = cli("batch", str(tree), "--results", str(results), "--format", "json")
+    assert code == 0 and all(r["status"] == "ok" for r in json.loads(out)["results"])  # nothing stale was reused
+
+
+def test_a_rule_store_that_cannot_be_opened_stops_the_batch_before_any_job(cli, tree: Path, tmp_path: Path) -> None:
     broken = tmp_path / "rules.db"
     broken.write_bytes(b"not a database\n" * 64)
     results = tmp_path / "batch.db"
     code, out, err = cli("batch", str(tree), "--rules", str(broken), "--results", str(results), "--format", "json")
     assert (code, out) == (2, "")
-    assert err.startswith("crashcart: error: batch stopped at job ") and err.count("\n") == 1
-    assert "cannot open as a rule store" in err and str(broken) in err
-    code, out, _ = cli("batch", str(tree), "--results", str(results), "--format", "json")
-    assert code == 0 and all(r["status"] == "ok" for r in json.loads(out)["results"])  # nothing stale was reused
+    assert err.startswith(f"crashcart: error: {broken}: cannot open as a rule store") and err.count("\n") == 1
+    with ResultStore(results) as stored:
+        assert stored.all() == []
+
+
+def test_a_confirmed_rule_that_no_longer_compiles_is_one_warning_for_the_whole_batch(
+    cli, tree: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "rules.db"
+    SqliteRuleStore(store).close()
+    broken = RuleProposal(
+        id="prop-0123456789",
+        pattern=r"NVSwitch (\d+ fatal error",  # RE2: missing ), as a hand-edited or older store may hold it
+        failure_class=FailureClass.GPU_HARDWARE,
+        explanation="An NVSwitch fatal error halts the GPU partition.",
+        examples=["NVSwitch 3 fatal error"],
+        origin="llm",
+        job="job-1",
+        status="confirmed",
+        decided_by="alice",
+        decided_at=datetime.now(UTC),
+    )
+    with sqlite3.connect(store) as conn:
+        conn.execute(
+            "INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
+            (broken.id, broken.pattern, broken.status, broken.model_dump_json()),
+        )
+    conn.close()
+    results = tmp_path / "batch.db"
+    code, out, err = cli("batch", str(tree), "--rules", str(store), "--results", str(results), "--format", "json")
+    assert code == 0 and all(r["status"] == "ok" for r in json.loads(out)["results"])
+    warnings = [line for line in err.splitlines() if line.startswith("crashcart: warning: ")]
+    assert len(warnings) == 1 and "skipped confirmed rule user.prop-0123456789: " in warnings[0]
+
+
+def test_names_that_are_not_utf8_and_a_tree_1000_deep_are_triaged_and_stored(cli, tmp_path: Path) -> None:
+    """Issue 9: a non-UTF-8 name crashed the batch (0 results stored); a job 1,000 folders down crashed it too."""
+    import os
+
+    root = tmp_path / "jobs"
+    odd = Path(os.fsdecode(bytes(root) + b"/r\xffn"))
+    generate_job(odd, JobSpec(nodes=2, gpus_per_node=4, total_mb=0.1, scenario="xid79", seed=1, start=START))
+    first = sorted((odd / "logs").iterdir())[0]
+    first.rename(first.with_name(os.fsdecode(b"caf\xe9-" + os.fsencode(first.name))))
+    deep = root / "deep"
+    deep.mkdir()
+    for _ in range(1000):  # os.walk and the job search recursed once a level
+        deep /= "d"
+        deep.mkdir()
+    generate_job(deep, JobSpec(nodes=2, gpus_per_node=4, total_mb=0.1, scenario="code_bug", seed=2, start=START))
+    db = str(tmp_path / "b.db")
+    try:
+        code, out, err = cli("batch", str(root), "--results", db, "--workers", "1", "--format", "json")
+        assert code == 0, err
+        results = {r["job"]["job_id"]: r for r in json.loads(out)["results"]}
+        assert results["r\\xffn"]["status"] == "ok" and len(results) == 2
+        assert any("caf\\xe9-" in p for p in results["r\\xffn"]["job"]["log_paths"])
+        assert len(ResultStore(db)) == 2
+    finally:  # pytest's clean-up (shutil.rmtree) recurses once a level too: the deep tree goes here
+        for path in _deepest_first(root / "deep"):
+            path.unlink() if path.is_file() else path.rmdir()
+
+
+def _deepest_first(top: Path) -> list[Path]:
+    """Every path under top, each before the folder that holds it, found without recursion."""
+    out: list[Path] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        out.append(folder)
+        for entry in folder.iterdir():
+            (stack if entry.is_dir() and not entry.is_symlink() else out).append(entry)
+    return out[::-1]
