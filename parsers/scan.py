@@ -10,7 +10,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 from crashcart.knowledge.errors import ReadError
 from crashcart.knowledge.records import LineRef
@@ -22,6 +21,7 @@ from crashcart.parsers.rulefilter import BlockHit, RuleFilter
 from crashcart.parsers.sources import Source, read_blocks, split
 from crashcart.parsers.templater import TemplateCounts, Templater, template_id
 from crashcart.parsers.timestamps import parse_timestamp
+from crashcart.parsers.workers import worker_pool
 
 MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are counted
 MAX_HITS_PER_RULE = 2000
@@ -187,7 +187,7 @@ def scan_sources(sources: Sequence[Source], rules: Sequence[Rule], workers: int 
     if len(tasks) < 2:
         return _scan_group(rules, sources)
     groups = _balance(tasks, workers)
-    with ProcessPoolExecutor(max_workers=len(groups)) as pool:
+    with worker_pool(len(groups)) as pool:  # workers end with this process, even on kill -9
         done = pool.map(_scan_group, [rules] * len(groups), groups)
         parts = {
             (t.display, t.start): scan

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import sys
 import types
 from datetime import datetime
 from pathlib import Path
@@ -339,7 +340,7 @@ def test_stdin_keeps_the_scan_in_process(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr("sys.stdin", types.SimpleNamespace(buffer=io.BytesIO(LOG)))
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(scan_module, "ProcessPoolExecutor", NoPool)
+    monkeypatch.setattr(scan_module, "worker_pool", NoPool)
     log = _write(tmp_path / "a.log", LOG)
     other = _write(tmp_path / "b.log", LOG)
     scans = scan_sources(discover([str(log), "-", str(other)]).sources, RULES, workers=4)
@@ -427,3 +428,17 @@ def test_a_truncated_file_keeps_its_hits_and_says_why_it_stopped(tmp_path: Path,
     assert fs.problem is not None
     assert fs.problem.startswith(f"read {fs.lines:,} lines, then: ")
     assert "truncated" in fs.problem
+
+
+def test_triage_killed_with_sigkill_leaves_no_scan_worker(tmp_path: Path) -> None:
+    """A multi-file job over PARALLEL_MIN_BYTES is scanned by worker processes; kill -9 of triage ends them too."""
+    from proctree import kill_when
+
+    from crashcart.evals.generator import JobSpec, generate_job
+
+    generate_job(tmp_path / "job", JobSpec(nodes=4, total_mb=80, scenario="xid79", seed=3))
+    cmd = [str(Path(sys.executable).with_name("crashcart")), "triage", str(tmp_path / "job" / "logs")]
+    cmd += ["--workers", "2", "--no-memory", "--format", "json"]
+    recorded, left = kill_when(cmd, lambda pid, members: sum(1 for p in members.values() if p == pid) >= 2)
+    assert len(recorded) >= 3, recorded  # triage and its two scan workers
+    assert left == [], f"still running after triage was killed: {left} of {recorded}"
