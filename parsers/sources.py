@@ -143,7 +143,7 @@ def _discover_dir(root: Path, relative: bool = True) -> list[Source | Skipped]:
     (as files are), so two folders with the same layout do not give two sources the same name.
     """
     found: list[Source | Skipped] = []
-    for path, error in _walk(root):
+    for path, error in walk_logs(root):
         name = printable(path.relative_to(root) if relative and path != root else path)
         if error is not None:
             found.append(Skipped(path=name, reason=f"cannot list this folder ({error.strerror or error})"))
@@ -154,7 +154,7 @@ def _discover_dir(root: Path, relative: bool = True) -> list[Source | Skipped]:
     return found
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, OSError | None]]:
+def walk_logs(root: Path) -> Iterator[tuple[Path, OSError | None]]:
     """Candidate log files below root in os.walk's order (a folder's files, then its sub-folders, by name).
 
     Iterative, so a tree 1,000 folders deep is walked like any other; a folder that cannot be listed comes with

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, PlainSerializer
 
 from crashcart.agent.models import Diagnosis
 from crashcart.knowledge.records import Strict
+from crashcart.parsers.models import Skipped
+from crashcart.parsers.sources import printable
+
+# Written out with names that are not UTF-8 escaped (JSON and SQLite take only UTF-8); opened by the real name.
+LogPath = Annotated[Path, PlainSerializer(printable, return_type=str)]
 
 
 class BatchJob(Strict):
@@ -24,7 +29,7 @@ class BatchJob(Strict):
     start: datetime | None = None
     end: datetime | None = None
     exit_code: str = ""
-    log_paths: list[Path] = Field(default_factory=list)
+    log_paths: list[LogPath] = Field(default_factory=list)
     metadata_error: str | None = None  # why its job.json could not be read: the job is reported, not triaged
 
     @property
@@ -40,6 +45,7 @@ class BatchResult(Strict):
     diagnosis: Diagnosis | None = None
     error: str | None = None
     logs_key: str = ""  # identity of the logs (paths, sizes, mtimes): a rerun skips a job whose key is unchanged
+    skipped: list[Skipped] = Field(default_factory=list)  # the report's: files not read, or not to the end, and why
     bytes: int = 0
     seconds: float = 0.0
     triaged_at: datetime | None = None

@@ -22,6 +22,7 @@ from typing import Any
 from crashcart.batch.models import BatchJob, BatchResult
 from crashcart.batch.results import ResultStore
 from crashcart.knowledge.errors import CrashcartError, KnowledgeError
+from crashcart.parsers.sources import printable
 from crashcart.parsers.workers import worker_pool
 
 Progress = Callable[[int, int], None]  # (jobs triaged so far, jobs to triage in this run)
@@ -109,7 +110,7 @@ def logs_key(stats: Sequence[_Stat]) -> str:
     """The identity of a job's logs: a hash of their sorted paths, sizes and modification times."""
     digest = hashlib.sha256()
     for path, size, mtime in stats:
-        digest.update(f"{path}\0{size}\0{mtime}\n".encode())
+        digest.update(f"{path}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))  # a name may not be UTF-8
     return digest.hexdigest()[:32]
 
 
@@ -204,7 +205,7 @@ def _died(job: BatchJob, key: str) -> BatchResult:
         logs_key=key,
         triaged_at=datetime.now(UTC),
         error="the worker process died while triaging this job (killed for memory, or a crash): "
-        f"triage it alone with `crashcart triage {' '.join(map(str, job.log_paths[:3]))}`",
+        f"triage it alone with `crashcart triage {' '.join(map(printable, job.log_paths[:3]))}`",
     )
 
 
@@ -236,7 +237,9 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
         if "error" in _WORKER:
             raise KnowledgeError(f"cannot open the stores: {_WORKER['error']}")
         report = triage(job.log_paths, workers=1, memory=_WORKER.get("memory"), rule_store=_WORKER.get("rules"))
-        out = BatchResult(**base, status="ok", diagnosis=report.diagnosis, bytes=report.stats.bytes)
+        out = BatchResult(
+            **base, status="ok", diagnosis=report.diagnosis, bytes=report.stats.bytes, skipped=report.skipped
+        )
     except Exception as exc:
         out = BatchResult(
             **base,

@@ -20,7 +20,11 @@ from crashcart.batch.hostlist import MAX_HOSTS
 from crashcart.batch.models import BatchJob
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.records import Strict
-from crashcart.parsers.sources import _SKIP_SUFFIXES  # the same files a folder triage skips (checkpoints, images ...)
+from crashcart.parsers.sources import (  # the same files a folder triage skips (checkpoints, images ...)
+    _SKIP_SUFFIXES,
+    printable,
+    walk_logs,
+)
 
 JOB_META = "job.json"
 MANIFEST = "manifest.json"  # written by evals.generator beside logs/
@@ -94,12 +98,16 @@ def discover_jobs(root: Path) -> list[BatchJob]:
 
 
 def _job_folders(folder: Path, root: Path) -> list[Path]:
+    """The first job folder down each path below folder, in sorted order; a stack, not recursion, so a tree
+    1,000 folders deep is walked like any other."""
     found: list[Path] = []
-    for sub in _subfolders(folder):
+    stack = _subfolders(folder)[::-1]
+    while stack:
+        sub = stack.pop()
         if _is_job(sub):
             found.append(sub)
         else:
-            found += _job_folders(sub, root)
+            stack += _subfolders(sub)[::-1]
     return found
 
 
@@ -132,15 +140,7 @@ def _loose_logs(folder: Path) -> list[Path]:
 def job_logs(folder: Path) -> list[Path]:
     """The job's log files, sorted: everything under its logs/ if it has one, else everything under it."""
     base = folder / LOGS_DIR if (folder / LOGS_DIR).is_dir() else folder
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found += [
-            Path(dirpath) / n
-            for n in sorted(filenames)
-            if not n.startswith(".") and _is_log_name(n) and (Path(dirpath) / n).is_file()
-        ]
-    return found
+    return [path for path, error in walk_logs(base) if error is None and path.name not in META_FILES]
 
 
 def _job(folder: Path, root: Path) -> BatchJob:
@@ -149,10 +149,10 @@ def _job(folder: Path, root: Path) -> BatchJob:
         meta, error = read_meta(folder), None
     except InputError as exc:
         meta, error = JobMeta(), str(exc)
-    job_id = folder.relative_to(root).as_posix() or "."
+    job_id = printable(folder.relative_to(root).as_posix()) or "."  # a key in SQLite and JSON: UTF-8 only
     return BatchJob(
         job_id=job_id,
-        name=meta.name or folder.name,
+        name=meta.name or printable(folder.name),
         state=meta.state,
         nodes=meta.nodes,
         gpus=meta.gpus,

@@ -106,3 +106,21 @@ def test_jobs_named_by_odd_paths_are_listed_as_plain_text(cli, tmp_path: Path, m
         code, out, err = cli(*args, "--memory", db)
         assert code == 0, err
         assert "r[/]a.log" in out and "\x1b" not in out
+
+
+def test_add_a_job_whose_file_name_is_not_utf8(cli, tmp_path: Path) -> None:
+    """Issue 9: such a name crashed the store (JSON and SQLite take only UTF-8); it is kept with \\x escapes."""
+    import os
+
+    job = tmp_path / "job"
+    job.mkdir()
+    name = os.fsdecode(b"rank3-caf\xe9.log")
+    (job / name).write_text(QUORUM.format(i=1, s=100, g=7, h="gpu-a17"))
+    db = str(tmp_path / "mem.db")
+    code, out, err = cli("cases", "add", str(job), "--class", "node_failure", "--memory", db)
+    assert (code, err) == (0, ""), err
+    code, out, _ = cli("triage", str(job), "--format", "json", "--memory", db)
+    assert code == 0
+    report = json.loads(out)
+    assert report["diagnosis"]["failure_class"] == "node_failure"  # recalled from the stored incident
+    assert report["diagnosis"]["evidence"][0]["file"] == "rank3-caf\\xe9.log"
