@@ -19,7 +19,7 @@ from crashcart.cli_bot import bot
 from crashcart.cli_cases import cases_app
 from crashcart.cli_rules import rules_app
 from crashcart.knowledge.errors import CrashcartError
-from crashcart.printable import printable
+from crashcart.printable import printable, printable_name
 
 TIMEOUT_S = 30.0  # crashcart.agent.consult.TIMEOUT_S (a test keeps them equal), not imported at start-up
 
@@ -200,7 +200,7 @@ def main() -> None:
     except CrashcartError as exc:
         if debug:
             raise
-        print(f"crashcart: error: {printable(str(exc))}", file=sys.stderr)  # it may name an odd file
+        print(f"crashcart: error: {printable_name(str(exc))}", file=sys.stderr)  # it may name an odd file
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("crashcart: interrupted", file=sys.stderr)
@@ -212,7 +212,7 @@ def main() -> None:
         if debug:
             raise
         print(
-            f"crashcart: internal error: {type(exc).__name__}: {printable(str(exc))} "
+            f"crashcart: internal error: {type(exc).__name__}: {printable_name(str(exc))} "
             "(set CRASHCART_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )

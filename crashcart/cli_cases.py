@@ -13,7 +13,7 @@ from rich.text import Text
 
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.printable import printable
+from crashcart.printable import printable, printable_name
 
 cases_app = typer.Typer(
     help="Incident memory: confirmed past failures, found again by similarity.", no_args_is_help=True
@@ -95,7 +95,7 @@ def list_(
             inc.id,
             inc.failure_class.value,
             inc.action.value,
-            Text(printable(p.job)),  # the job defaults to its paths: plain text, never markup
+            Text(printable_name(p.job)),  # the job defaults to its paths: plain text, never markup
             f"{p.created_at:%Y-%m-%d %H:%M}",
             Text(printable(p.confirmed_by or p.source)),
         )
@@ -136,7 +136,7 @@ def search(
             item.id,
             item.failure_class.value,
             item.action.value,
-            Text(printable(item.job)),
+            Text(printable_name(item.job)),
             Text(printable(item.resolution or "")),
         )
     Console().print(table)

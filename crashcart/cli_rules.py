@@ -11,7 +11,7 @@ import typer
 
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.printable import printable
+from crashcart.printable import printable, printable_name
 
 rules_app = typer.Typer(help="Proposed fast-filter rules: review, confirm, reject.", no_args_is_help=True)
 
@@ -36,7 +36,7 @@ def _show(proposals) -> None:
         print("no proposals")
     for p in proposals:  # jobs, reasons and examples come from logs: escaped for the terminal
         origin = printable(p.model or p.origin)
-        print(f"{p.id}  {p.status}  {p.failure_class.value}  (from {origin}, job {printable(p.job)})")
+        print(f"{p.id}  {p.status}  {p.failure_class.value}  (from {origin}, job {printable_name(p.job)})")
         print(f"  pattern: {printable(p.pattern)}")
         print(f"  why:     {printable(p.reason if p.status == 'rejected' else p.explanation)}")
         for example in p.examples[:2]:

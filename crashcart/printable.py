@@ -3,9 +3,10 @@
 A log captured from a terminal keeps its colour codes; a line or a file name can hold any byte. Written
 raw, an escape sequence recolours, clears or retitles the reader's terminal (OSC 52 even writes the
 clipboard), a CR overwrites the line and bidi controls reorder it. So colour and cursor codes (CSI) are
-dropped, since they only style the text; every other control character is shown as a visible escape
-(`\\x1b`, `\\x07`), so nothing the program printed is lost. Markdown gets the same treatment: it is printed
-to a terminal too, and a raw ESC in a chat message is unreadable. JSON needs none: it escapes them itself.
+dropped from log text, since they only style it; every other control character is shown as a visible escape
+(`\\x1b`, `\\x07`), so nothing the program printed is lost. A file name keeps even its colour codes, escaped:
+it must be found again as it is. Markdown gets the same treatment: it is printed to a terminal too, and a raw
+ESC in a chat message is unreadable. JSON needs none: it escapes them itself.
 Hand-written: the ANSI strippers on PyPI drop colour codes but leave the other controls in.
 """
 
@@ -18,11 +19,12 @@ _CSI = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # ECMA-48 control sequence: colours,
 _CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
 _UNSAFE = re.compile(rf"({_CSI})|\n|{_CONTROL}")
 _UNSAFE_BUT_NEWLINES = re.compile(rf"({_CSI})|{_CONTROL}")
+_UNSAFE_NAME = re.compile(rf"\n|{_CONTROL}")
 _NAMED = {"\n": "\\n", "\r": "\\r"}
 
 
 def _visible(match: re.Match[str]) -> str:
-    if match.group(1):
+    if match.lastindex:  # a colour or cursor code: dropped
         return ""
     char = match.group(0)
     code = ord(char)
@@ -30,10 +32,15 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def printable(text: str, *, newlines: bool = False) -> str:
-    """text without colour codes and with every other control character written as a visible escape.
+    """Log text without colour codes and with every other control character written as a visible escape.
 
-    A newline is escaped too (a file name or a log line is one line), unless `newlines` keeps it (prose).
+    A newline is escaped too (a log line is one line), unless `newlines` keeps it (prose).
     """
     if text.isprintable():
         return text
     return (_UNSAFE_BUT_NEWLINES if newlines else _UNSAFE).sub(_visible, text)
+
+
+def printable_name(name: str) -> str:
+    """A file name (or a message naming one) with every control character escaped, colour codes too."""
+    return name if name.isprintable() else _UNSAFE_NAME.sub(_visible, name)

@@ -1,4 +1,8 @@
-"""Rendering a Report for people (terminal, Markdown) and machines (JSON)."""
+"""Rendering a Report for people (terminal, Markdown) and machines (JSON).
+
+Every text that comes from logs, file names or the model goes through `printable` in the human formats, so no
+escape sequence reaches the reader's terminal; JSON escapes control characters itself and keeps the text exact.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from crashcart.agent.report import Report
+from crashcart.printable import printable, printable_name
 
 _CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
 MAX_SKIPPED = 10  # skipped files listed one a line; past this many, a count (the JSON lists them all)
@@ -28,16 +33,16 @@ def where(report: Report) -> str:
         parts.append("ranks: " + ", ".join(map(str, d.faulty_ranks)))
     if d.stage is not None:
         parts.append("stage: " + d.stage.value + (f" (iteration {d.iteration})" if d.iteration is not None else ""))
-    return "; ".join(parts) or "not localised to a node"
+    return printable("; ".join(parts)) or "not localised to a node"
 
 
 def _cite(file: str, line: int) -> str:
-    return f"{file}:{line}"
+    return f"{printable_name(file)}:{line}"
 
 
 def skipped_lines(report: Report, quote: str = "") -> list[str]:
     """One line per file that was not read (or not to the end) and why; past MAX_SKIPPED, how many more."""
-    lines = [f"{quote}{s.path}{quote}: {s.reason}" for s in report.skipped[:MAX_SKIPPED]]
+    lines = [f"{quote}{printable_name(s.path)}{quote}: {printable(s.reason)}" for s in report.skipped[:MAX_SKIPPED]]
     if len(report.skipped) > MAX_SKIPPED:
         lines.append(f"... and {len(report.skipped) - MAX_SKIPPED} more (the JSON report lists them all)")
     return lines
@@ -48,7 +53,7 @@ def overruled(report: Report) -> str | None:
     seen = report.llm.disagreement if report.llm is not None else None
     if seen is None:
         return None
-    nodes = f" on {', '.join(seen.faulty_nodes)}" if seen.faulty_nodes else ""
+    nodes = f" on {printable(', '.join(seen.faulty_nodes))}" if seen.faulty_nodes else ""
     return f"the model answered {seen.failure_class.value} → {seen.action.value}{nodes}; the rules' sure verdict stands"
 
 
@@ -61,7 +66,7 @@ def to_terminal(report: Report) -> RenderableType:
         "  →  ",
         (d.action.value, "bold"),
         f"   confidence {d.confidence:.2f}\n",
-        d.summary,
+        printable(d.summary, newlines=True),
         "\n",
         (where(report), "dim"),
     )
@@ -73,8 +78,9 @@ def to_terminal(report: Report) -> RenderableType:
     evidence.add_column("line", overflow="fold")
     for ev in d.evidence:
         who = "/".join(x for x in (ev.node, None if ev.rank is None else f"rank{ev.rank}") if x) or "-"
-        evidence.add_row(Text(_cite(ev.file, ev.line)), Text(who), Text(ev.text[:400]))  # log text is not markup
-    steps = Text("\n".join(f"{i}. {s}" for i, s in enumerate(d.mitigation, 1)) or "-")
+        row = (_cite(ev.file, ev.line), printable(who), printable(ev.text[:400]))
+        evidence.add_row(*map(Text, row))  # log text is not markup
+    steps = Text("\n".join(f"{i}. {printable(s)}" for i, s in enumerate(d.mitigation, 1)) or "-")
     st = report.stats
     footer = Text(
         f"{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB, {st.rule_hits:,} rule hits, "
@@ -107,9 +113,9 @@ def _similar_table(report: Report) -> RenderableType:
     for item in d.similar:
         table.add_row(
             f"{item.similarity:.2f}",
-            item.id,
+            Text(printable(item.id)),
             f"{item.failure_class.value} → {item.action.value}",
-            Text(item.job + (f": {item.resolution}" if item.resolution else "")),
+            Text(printable(item.job + (f": {item.resolution}" if item.resolution else ""))),
         )
     return Group(note, table) if d.novel else table
 
@@ -120,7 +126,7 @@ def to_markdown(report: Report) -> str:
     lines = [
         f"**crashcart: `{d.failure_class.value}` → `{d.action.value}`** (confidence {d.confidence:.2f})",
         "",
-        d.summary,
+        printable(d.summary, newlines=True),
         "",
         f"*{where(report)}*",
         *([f"_{overruled(report)}_"] if overruled(report) else []),
@@ -129,19 +135,19 @@ def to_markdown(report: Report) -> str:
         "",
     ]
     for ev in d.evidence:
-        who = " ".join(x for x in (ev.node, None if ev.rank is None else f"rank {ev.rank}") if x)
+        who = printable(" ".join(x for x in (ev.node, None if ev.rank is None else f"rank {ev.rank}") if x))
         lines.append(f"- `{_cite(ev.file, ev.line)}`{' (' + who + ')' if who else ''}")
-        lines.append(f"  ```\n  {ev.text[:400].replace('```', '` ` `')}\n  ```")
+        lines.append(f"  ```\n  {printable(ev.text[:400]).replace('```', '` ` `')}\n  ```")
     if d.mitigation:
         lines += ["", "**Next steps**", ""]
-        lines += [f"{i}. {step}" for i, step in enumerate(d.mitigation, 1)]
+        lines += [f"{i}. {printable(step)}" for i, step in enumerate(d.mitigation, 1)]
     if d.novel:
         lines += ["", "_Nothing similar in incident memory: a new failure._"]
     if d.similar:
         lines += ["", "**Similar past incidents**", ""]
         lines += [
-            f"- `{s.id}` ({s.similarity:.2f}): `{s.failure_class.value}` → `{s.action.value}`, job {s.job}"
-            + (f"; resolved: {s.resolution[:200]}" if s.resolution else "")
+            f"- `{printable(s.id)}` ({s.similarity:.2f}): `{s.failure_class.value}` → `{s.action.value}`, "
+            f"job {printable(s.job)}" + (f"; resolved: {printable(s.resolution[:200])}" if s.resolution else "")
             for s in d.similar
         ]
     if report.skipped:

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from crashcart.evals.memory_eval import MemoryEvalReport
 from crashcart.evals.metrics import ERROR_COLUMN, CaseResult, EvalReport
-from crashcart.printable import printable
+from crashcart.printable import printable, printable_name
 
 
 def _pct(value: float | None) -> str:
@@ -86,7 +86,7 @@ def render_text(report: EvalReport) -> RenderableType:
         for col in ("case", "expected", "predicted"):
             wrong.add_column(col)
         for r in misses:  # case ids and errors carry file names: plain text, escaped, never markup
-            wrong.add_row(Text(printable(r.id)), r.expected_class.value, Text(printable(_predicted_label(r))))
+            wrong.add_row(Text(printable_name(r.id)), r.expected_class.value, Text(printable_name(_predicted_label(r))))
         parts.append(wrong)
     return Group(*parts)
 
@@ -124,7 +124,10 @@ def render_markdown(report: EvalReport) -> str:
     misses = misclassified(report)
     out += ["", f"## Misclassified ({len(misses)})", ""]
     if misses:
-        out += [f"- `{printable(r.id)}`: {r.expected_class.value} → {printable(_predicted_label(r))}" for r in misses]
+        out += [
+            f"- `{printable_name(r.id)}`: {r.expected_class.value} → {printable_name(_predicted_label(r))}"
+            for r in misses
+        ]
     else:
         out.append("None.")
     return "\n".join(out) + "\n"

@@ -13,7 +13,7 @@ from rich.text import Text
 from crashcart.batch.models import BatchResult
 from crashcart.batch.summary import BatchSummary, Totals, decider
 from crashcart.knowledge.records import Strict
-from crashcart.printable import printable
+from crashcart.printable import printable, printable_name
 
 CSV_COLUMNS = [
     "job_id",
@@ -122,7 +122,11 @@ def _sections(s: BatchSummary, code: Callable[[str], str] = str) -> list[tuple[s
                 for o in s.offenders
             ],
         ),
-        ("Not triaged", ["job", "status", "why"], [[p.job_id, p.status, p.error] for p in s.problems]),
+        (  # job ids and errors name folders and files: escaped exactly, colour codes too
+            "Not triaged",
+            ["job", "status", "why"],
+            [[printable_name(p.job_id), p.status, printable_name(p.error)] for p in s.problems],
+        ),
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crashcart.printable import printable
+from crashcart.printable import printable, printable_name
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,9 @@ def test_printable(raw: str, shown: str) -> None:
 def test_newlines_are_escaped_unless_kept() -> None:
     assert printable("a.log\nb") == "a.log\\nb"
     assert printable("line one\nline\x1b[2K two", newlines=True) == "line one\nline two"
+
+
+def test_a_file_name_keeps_its_colour_codes_escaped() -> None:
+    # the name must be found again as it is: `blob\x1b[2J00`, not `blob00`, which is another file
+    assert printable_name("logs/blob\x1b[2J00\n.log") == "logs/blob\\x1b[2J00\\n.log"
+    assert printable_name(printable_name("a\x07")) == "a\\x07"  # escaping twice changes nothing

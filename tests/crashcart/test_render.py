@@ -73,3 +73,22 @@ def test_a_model_the_rules_overruled_is_named_in_both_formats(fake_chat) -> None
     line = "the model answered cancelled → retry; the rules' sure verdict stands"
     assert report.diagnosis.failure_class.value == "gpu_hardware"
     assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
+
+
+# loguru's colours as datatrove wrote them to a log file (huggingface/datatrove#131)
+COLOURED = (
+    "\x1b[32m2024-03-22 07:26:34.220\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mdatatrove.utils.logging\x1b[0m:"
+    "\x1b[36madd_task_logger\x1b[0m:\x1b[36m47\x1b[0m - \x1b[1mLaunching pipeline for rank=275\x1b[0m\n"
+)
+
+
+def test_log_text_and_file_names_reach_the_terminal_and_markdown_escaped(tmp_path: Path) -> None:
+    job = _job_with_binaries(tmp_path, 1)
+    (job / "run\x1b]0;pwned\x07.log").write_text(COLOURED + OOM)  # a file name may hold any byte but /
+    (job / "blob\x1b[2J00").write_bytes((job / "blob00").read_bytes())  # skipped: its name is shown too
+    report = triage([job], workers=1)
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(to_terminal(report))
+    for text in (out.getvalue(), to_markdown(report)):
+        assert "\x1b" not in text and "\x07" not in text
+        assert "run\\x1b]0;pwned\\x07.log:" in text and "blob\\x1b[2J00" in text
