@@ -18,7 +18,7 @@ from crashcart.parsers.sources import discover
 def job(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("job")
     generate_job(out, JobSpec(nodes=4, total_mb=1, scenario="ib_link", fault_node=2, seed=5))
-    scans = scan_sources(discover([str(out / "logs")]), load_rules(), workers=1)
+    scans = scan_sources(discover([str(out / "logs")]).sources, load_rules(), workers=1)
     events = build_events(scans)
     return scans, events, triage([out / "logs"]).diagnosis
 

@@ -16,7 +16,7 @@ def _scans(tmp_path: Path):
     lines += ["zeta-scheduler: giving up after quorum loss", "OSError: [Errno 28] No space left on device"]
     (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
     (tmp_path / "b.log").write_text("step 1 loss 2.0\nwarming up the frobnicator\n")
-    return scan_sources(discover([str(tmp_path)]), load_rules(), workers=1)
+    return scan_sources(discover([str(tmp_path)]).sources, load_rules(), workers=1)
 
 
 def test_rare_new_and_hit_templates_are_flagged_and_ordered(tmp_path: Path) -> None:
