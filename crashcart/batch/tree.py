@@ -58,7 +58,7 @@ class JobMeta(Strict):
         if self.elapsed_s is not None:
             return self.elapsed_s
         if self.start is not None and self.end is not None:
-            return max(0.0, (self.end - self.start).total_seconds())
+            return max(0.0, (_utc(self.end) - _utc(self.start)).total_seconds())  # one may carry a zone
         return 0.0
 
 

@@ -138,6 +138,13 @@ def test_an_invalid_job_json_is_that_jobs_error_and_the_others_go_on(tmp_path: P
         read_meta(tmp_path / "j")
 
 
+def test_a_start_without_a_zone_and_an_end_with_one_still_give_the_elapsed_time(tmp_path: Path) -> None:
+    _write(tmp_path / "j" / "a.log")
+    (tmp_path / "j" / "job.json").write_text('{"start": "2025-03-01T08:00:00", "end": "2025-03-01T10:30:00Z"}')
+    [j] = discover_jobs(tmp_path)  # a naive time is read as UTC, as everywhere in this module
+    assert (j.elapsed_s, j.metadata_error) == (9000.0, None)
+
+
 def test_nodes_in_job_json_may_be_a_count(tmp_path: Path) -> None:
     _write(tmp_path / "j" / "a.log")
     (tmp_path / "j" / "job.json").write_text('{"nodes": 4, "gpus": 32}')  # sacct's NNodes: a count, no names
