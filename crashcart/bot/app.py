@@ -110,7 +110,7 @@ class Services:
             limits=ReadLimits(bytes=self.config.max_read_bytes, files=self.config.max_read_files),
             read_cap=ReadCap(bytes=self.config.max_decompressed_bytes, setting=DECOMPRESSED_SETTING),
             llm=self.llm,
-            llm_options=LLMOptions(),
+            llm_options=LLMOptions(timeout_s=self.config.llm_timeout_s),
             workers=self.config.workers,
         )
 

@@ -43,6 +43,7 @@ class BotConfig(Strict):
     reports_dir: Path | None = None  # reports waiting for a button; default: beside the incident store
     llm: str | None = None  # provider:model, as `crashcart triage --llm`; off when unset
     llm_base_url: str | None = None
+    llm_timeout_s: float = Field(30.0, gt=0, le=3600)  # the model's share of one ask, as `triage --llm-timeout`
     # Scan processes per ask, inside its triage process (crashcart/bot/work.py).
     workers: int = Field(1, ge=1)
     # What asks may cost: `max_concurrent_asks` run at once, each triage stopped after `max_triage_seconds`;

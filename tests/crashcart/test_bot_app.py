@@ -343,6 +343,19 @@ def test_a_slow_triage_is_stopped_at_the_time_limit_while_other_asks_are_answere
     assert len(openai_server.requests) == 1
 
 
+def test_a_model_that_never_answers_gives_way_to_the_rules_after_llm_timeout_s(
+    make_bot, openai_server, monkeypatch
+) -> None:
+    bot = make_bot(**_slow_model(openai_server, monkeypatch), llm_timeout_s=1, max_triage_seconds=60)
+    began = time.monotonic()
+    bot.mention("```" + LAUNCHER + "```")
+    reply = bot.next_post()
+    assert reply.params["text"] == "crashcart: unknown → escalate_infra (not localised to a node)"  # the rules'
+    assert reply.params["blocks"]  # the whole report, not the one line of a stopped triage
+    assert time.monotonic() - began < 20  # the 1 s deadline (and the triage process's start), not the default 30 s
+    assert len(openai_server.requests) == 1
+
+
 def test_asks_beyond_the_bots_room_are_turned_away_in_one_line(make_bot, openai_server, monkeypatch) -> None:
     limits = {"max_triage_seconds": 6, "max_concurrent_asks": 1, "max_waiting_asks": 0}
     bot = make_bot(**_slow_model(openai_server, monkeypatch), **limits)
