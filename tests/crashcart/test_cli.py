@@ -138,6 +138,23 @@ def test_eval_json_is_one_compact_object_of_figures(cli, dev_evalset: Path) -> N
     assert len(json.loads(out)["results"]) == 40
 
 
+def test_eval_gives_the_model_llm_timeout_per_case(cli, tmp_path: Path, openai_server, monkeypatch) -> None:
+    from fakes.openai_server import Silence
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "quiet.log").write_text(OOM_LOG.split("[rank3]: torch")[0])  # progress only: unsure
+    label = {"id": "quiet", "path": "cases/quiet.log", "failure_class": "cancelled", "action": "retry"}
+    (tmp_path / "labels.jsonl").write_text(json.dumps(label | {"evidence": [], "faulty_nodes": []}) + "\n")
+    openai_server.script([Silence()])
+    args = ["eval", str(tmp_path), "--format", "json", "--llm", "openai:m", "--llm-base-url", openai_server.base_url]
+    code, out, err = cli(*args, "--llm-timeout", "1")
+    assert code == 0, err
+    usage = json.loads(out)["llm_usage"]
+    assert (usage["consulted"], usage["calls"], usage["fallbacks"]) == (1, 1, 1)
+    assert 1.0 <= usage["seconds"] < 2.0  # the 1 s deadline, not the default 30 s
+
+
 def test_eval_of_a_missing_set_is_one_line(cli, tmp_path: Path) -> None:
     code, out, err = cli("eval", str(tmp_path / "none"))
     assert code == 2 and out == "" and err.count("\n") == 1
