@@ -202,11 +202,13 @@ def test_a_slurm_job_id_reads_the_jobs_logs_under_the_roots(
     bot.mention("99")
     assert "job 99 not found in Slurm accounting: check the id with `sacct -j 99`" in _one_line(bot.next_post())
     fields = ",".join(SACCT_FIELDS)
-    assert slurm_stubs.calls("sacct") == [
+    asked = [
         ["--parsable2", "--noheader", "--allocations", "--jobs", job, "--format", fields]
         for job in ("17039282", "13", "77", "99")
     ]
-    assert slurm_stubs.calls("scontrol") == [["--oneliner", "show", "job", job] for job in ("17039282", "13")]
+    asked.insert(3, ["--batch-script", "--jobs", "77"])  # no output path in its row: the submit script may name one
+    assert slurm_stubs.calls("sacct") == asked
+    assert slurm_stubs.calls("scontrol") == [["--oneliner", "show", "job", job] for job in ("17039282", "13", "77")]
 
     monkeypatch.setenv("PATH", str(tmp_path / "bin-without-slurm"))  # Slurm is not installed here
     bot.mention("job 17039282")
