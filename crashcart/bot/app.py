@@ -21,6 +21,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from crashcart.agent.consult import LLMOptions
+from crashcart.agent.outbound import outbound
 from crashcart.bot.actions import ReportCache, SavedReport, confirm_diagnosis, decide_rule, propose_rule
 from crashcart.bot.blocks import (
     CONFIRM,
@@ -74,9 +75,12 @@ class Services:
     chat_model: BaseChatModel | None = None
 
     def post(self, channel: str, thread_ts: str, text: str, blocks: list[dict] | None = None) -> None:
-        """Reply in the thread; a failing post is logged, never raised into Bolt."""
+        """Reply in the thread, through the outbound gate (the blocks redact already; this catches any text that
+        was built elsewhere); a failing post is logged, never raised into Bolt."""
         try:
-            self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, blocks=blocks)
+            self.client.chat_postMessage(
+                channel=channel, thread_ts=thread_ts, text=outbound(text), blocks=outbound(blocks)
+            )
         except SlackApiError as exc:
             log.error("chat.postMessage to %s failed: %s", channel, exc.response.get("error"))
 
@@ -268,7 +272,7 @@ def _decide_diagnosis(s: Services, body: dict, client: WebClient, report_id: str
         saved, incident = confirm_diagnosis(s.cache, s.memory, report_id, user, failure_class)
         verb = "confirmed" if failure_class is None else f"corrected to `{incident.failure_class.value}`"
         note = f":white_check_mark: {verb} by <@{user}>: stored as incident `{incident.id}`"
-        client.chat_update(channel=channel, ts=ts, text=note, blocks=with_note(blocks, DIAGNOSIS_BLOCK, note))
+        client.chat_update(channel=channel, ts=ts, text=note, blocks=outbound(with_note(blocks, DIAGNOSIS_BLOCK, note)))
         s.offer_rule(saved, incident, channel, thread_ts)
 
 
@@ -276,4 +280,6 @@ def _decide_rule(s: Services, body: dict, client: WebClient, proposal_id: str, c
     channel, ts, thread_ts, blocks = _where(body)
     with replying(lambda line: s.post(channel, thread_ts, line)):
         note = decide_rule(s.rule_store, s.config, client, proposal_id, _user(body), confirm)
-        client.chat_update(channel=channel, ts=ts, text=note, blocks=with_note(blocks, RULE_BLOCK + proposal_id, note))
+        client.chat_update(
+            channel=channel, ts=ts, text=note, blocks=outbound(with_note(blocks, RULE_BLOCK + proposal_id, note))
+        )

@@ -4,7 +4,7 @@ API holds a secret or an 8-character piece of one."""
 
 from __future__ import annotations
 
-from fakes.secrets import LINES, leaks
+from fakes.secrets import LINES, SECRETS, leaks
 from fakes.slack_bot import texts
 
 
@@ -17,4 +17,13 @@ def test_no_secret_of_the_corpus_reaches_slack(make_bot) -> None:
     assert "blocks" in reply.params, reply.params.get("text")
     shown = texts(reply.params["blocks"])
     assert "```ERROR " in shown and "[REDACTED:" in shown  # the rarest error lines are the evidence
+    assert leaks([call.params for call in bot.api.calls]) == {}
+
+
+def test_a_reply_built_outside_the_blocks_is_redacted_too(make_bot) -> None:
+    """A one-line refusal quotes what was asked: a token pasted into a path must not come back in it."""
+    bot = make_bot()
+    bot.mention(f"/elsewhere/{SECRETS['gh']}/rank0.log")
+    reply = bot.next_post()
+    assert "outside the log roots" in reply.params["text"]
     assert leaks([call.params for call in bot.api.calls]) == {}
