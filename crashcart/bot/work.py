@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +65,7 @@ class AskRunner:
         self.seconds = config.max_triage_seconds
         self._threads = ThreadPoolExecutor(config.max_concurrent_asks, thread_name_prefix="crashcart-ask")
         self._room = threading.BoundedSemaphore(config.max_concurrent_asks + config.max_waiting_asks)
+        self._held = threading.local()  # whether this ask thread's ask still holds its place in the room
         context = multiprocessing.get_context(_START)
         context.set_forkserver_preload([__name__])  # each triage process starts with crashcart loaded
         # pebble 5.2 reads `context` (its type stub says mp_context, which it ignores: the process would be forked)
@@ -75,12 +76,22 @@ class AskRunner:
         """Run `ask` on an ask thread; False, and nothing runs, when as many asks as allowed are in already."""
         if not self._room.acquire(blocking=False):
             return False
-        future = self._threads.submit(ask)
-        future.add_done_callback(self._done)
+        self._threads.submit(self._holding, ask)
         return True
 
-    def _done(self, _: Future) -> None:
-        self._room.release()
+    def _holding(self, ask: Callable[[], None]) -> None:
+        """Run the ask holding its place; the place is given back once its triage ends (before the reply is
+        posted, so whoever reads the reply finds room again) or, at the latest, when the ask ends."""
+        self._held.place = True
+        try:
+            ask()
+        finally:
+            self._give_back()
+
+    def _give_back(self) -> None:
+        if getattr(self._held, "place", False):
+            self._held.place = False
+            self._room.release()
 
     def triage(self, job: TriageJob, chat_model: BaseChatModel | None = None) -> Report:
         """The report of `job`, triaged in a process of its own; a one-line error when it is stopped or dies."""
@@ -97,6 +108,8 @@ class AskRunner:
                 f"the triage process died (exit {exc.exitcode}; killed for memory?): "
                 "triage the logs with the crashcart CLI"
             ) from exc
+        finally:
+            self._give_back()
 
 
 # -- inside the triage process -------------------------------------------------------------------------------
