@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,23 +20,68 @@ from crashcart.parsers.masking import mask
 
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 TEMPLATE_CHARS = 2000  # longer lines are templated on their head only
+KEPT_LINE_BYTES = 2000  # of a slot's first and last line, as much as evidence ever shows (a line may be 8 MB)
 FAST_CACHE_MAX = 200_000  # level-1 entries before the cache is reset (it is only a cache)
 MAX_CLUSTERS = 50_000
+LEAF_CLUSTERS = 64  # live clusters one leaf of the tree holds; the least recently matched one goes first
 
 
 @dataclass
 class TemplateCounts:
-    """Per-file tallies: (rank, template index) -> [count, first line no, first line, last no, last line]."""
+    """Per-file tallies: (rank, template index) -> [count, first line no, first line, last no, last line].
+
+    The lines are kept to their first KEPT_LINE_BYTES: memory grows with the templates, not with their lines.
+    """
 
     stats: dict[tuple[int | None, int], list[Any]] = field(default_factory=dict)
     lines: int = 0
+
+
+class BoundedDrain(Drain):
+    """Drain with a bound on the clusters of one leaf (lines of one token count and first token).
+
+    Drain compares a new line with every cluster of its leaf, so lines of one shape but ever new wording (40k
+    distinct exception messages) cost O(clusters) each, O(n^2) in all. Past LEAF_CLUSTERS, the leaf's least
+    recently matched cluster is dropped from `id_to_cluster`, which is how Drain's own `max_clusters` LRU
+    retires one: `fast_match` skips it and the next insert into the leaf clears it out. A line of a retired
+    cluster's shape starts a new cluster, whose template text (and so its template id) is the same once it has
+    seen as much variety; what a line already matched stays matched (the templater's caches hold its index).
+    """
+
+    def __init__(self, leaf_clusters: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.leaf_clusters = leaf_clusters
+        self._used: dict[int, int] = {}  # cluster id -> when it was last created or matched
+        self._clock = 0
+
+    def fast_match(
+        self, cluster_ids: Sequence[int], tokens: list[str], sim_th: float, include_params: bool
+    ) -> LogCluster | None:
+        live = [cid for cid in cluster_ids if cid in self.id_to_cluster]
+        excess = len(live) - self.leaf_clusters
+        if excess > 0:
+            for cid in sorted(live, key=self._used.__getitem__)[:excess]:
+                del self.id_to_cluster[cid], self._used[cid]
+            live = [cid for cid in live if cid in self._used]  # in the leaf's order: Drain's tie-break
+        match: LogCluster | None = super().fast_match(live, tokens, sim_th, include_params)
+        if match is not None:
+            self._touch(match.cluster_id)
+        return match
+
+    def add_seq_to_prefix_tree(self, root_node: Any, cluster: LogCluster) -> None:
+        self._touch(cluster.cluster_id)
+        super().add_seq_to_prefix_tree(root_node, cluster)
+
+    def _touch(self, cluster_id: int) -> None:
+        self._clock += 1
+        self._used[cluster_id] = self._clock
 
 
 class Templater:
     """Assigns every line a template index; one instance serves all files of a process."""
 
     def __init__(self) -> None:
-        self._drain = Drain(sim_th=0.4, depth=4, max_children=100, max_clusters=MAX_CLUSTERS)
+        self._drain = BoundedDrain(LEAF_CLUSTERS, sim_th=0.4, depth=4, max_children=100, max_clusters=MAX_CLUSTERS)
         self._fast: dict[bytes, int] = {}
         self._masked: dict[str, int] = {}
         self._clusters: list[LogCluster] = []
@@ -99,11 +145,11 @@ class Templater:
             if entry is None:
                 if first is None:
                     first = dict(zip(reversed(pairs), range(n - 1, -1, -1), strict=True))
-                i = first[pair]
-                stats[slot] = [count, first_line_no + i + 1, lines[i], first_line_no + j + 1, lines[j]]
+                i, keep = first[pair], KEPT_LINE_BYTES
+                stats[slot] = [count, first_line_no + i + 1, lines[i][:keep], first_line_no + j + 1, lines[j][:keep]]
             else:
                 entry[0] += count
-                entry[3], entry[4] = first_line_no + j + 1, lines[j]
+                entry[3], entry[4] = first_line_no + j + 1, lines[j][:KEPT_LINE_BYTES]
 
     def template(self, index: int) -> str:
         """The template text as Drain3 has generalised it so far."""

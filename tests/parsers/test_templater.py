@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from drain3.drain import Drain
+from traceback_lines import traceback_source_lines
 
 from crashcart.parsers import templater as templater_module
-from crashcart.parsers.templater import TEMPLATE_CHARS, TemplateCounts, Templater, template_id
+from crashcart.parsers.templater import (
+    KEPT_LINE_BYTES,
+    LEAF_CLUSTERS,
+    MAX_CLUSTERS,
+    TEMPLATE_CHARS,
+    TemplateCounts,
+    Templater,
+    template_id,
+)
+
+HEALTHY = Path(__file__).resolve().parents[2] / "knowledge" / "healthy"
 
 
 @pytest.fixture
@@ -191,3 +205,53 @@ def test_separate_templaters_agree_on_template_text() -> None:
     texts_one = [one.template(one.template_index(line)) for line in lines]
     texts_two = [two.template(two.template_index(line)) for line in reversed(lines)]
     assert [template_id(t) for t in texts_one] == [template_id(t) for t in reversed(texts_two)]
+
+
+def _live_clusters_per_leaf(drain: Drain) -> list[int]:
+    leaves, todo = [], [drain.root_node]
+    while todo:
+        node = todo.pop()
+        todo.extend(node.key_to_child_node.values())
+        if node.cluster_ids:
+            leaves.append(sum(1 for cid in node.cluster_ids if cid in drain.id_to_cluster))
+    return leaves
+
+
+def test_a_leaf_holds_a_bounded_number_of_clusters(tpl: Templater) -> None:
+    lines = [line.encode() for line in traceback_source_lines(10_000, words=4)]
+    indexes = [tpl.template_index(line) for line in lines]
+    leaves = _live_clusters_per_leaf(tpl._drain)
+    assert len(tpl._clusters) > 20 * LEAF_CLUSTERS  # the lines did overflow leaves (plain Drain: 1,925 in one)
+    assert max(leaves) <= LEAF_CLUSTERS + 1  # the one just added, until the leaf's next match retires one
+    assert [tpl.template_index(line) for line in lines] == indexes  # a line keeps the template it was given
+
+
+def test_the_bound_changes_nothing_on_the_healthy_corpus() -> None:
+    """Real logs of every kind the corpus holds fill no leaf: the templates are plain Drain's, line for line."""
+    bounded, plain = Templater(), Templater()
+    plain._drain = Drain(sim_th=0.4, depth=4, max_children=100, max_clusters=MAX_CLUSTERS)
+    lines = [line for path in sorted(HEALTHY.glob("*.log")) for line in path.read_bytes().splitlines()]
+    assert len(lines) > 2000
+    got = [bounded.template_index(line) for line in lines]
+    want = [plain.template_index(line) for line in lines]
+    assert [bounded.template(i) for i in got] == [plain.template(i) for i in want]
+
+
+def _missing_keys_line(layers: int) -> bytes:
+    """PyTorch's load_state_dict error lists every missing key on one line (torch/nn/modules/module.py:
+    'Missing key(s) in state_dict: {}. '), tens of KB for a large model; Llama's parameter names."""
+    params = [b"self_attn.q_proj.weight", b"self_attn.k_proj.weight", b"self_attn.v_proj.weight", b"mlp.up_proj.weight"]
+    keys = b", ".join(b'"model.layers.%d.%s"' % (i, name) for i in range(layers) for name in params)
+    return b"\tMissing key(s) in state_dict: " + keys + b". "
+
+
+def test_stored_first_and_last_lines_are_capped_with_their_line_numbers(tpl: Templater) -> None:
+    first_line, last_line = _missing_keys_line(80), _missing_keys_line(96)
+    assert len(first_line) > 5 * KEPT_LINE_BYTES
+    header = b"RuntimeError: Error(s) in loading state_dict for GPTModel:\n"  # two ranks fail alike
+    block = header + first_line + b"\n" + header + last_line + b"\n"
+    counts = TemplateCounts()
+    tpl.count_block(block, 40, counts, ranked=False)
+    [(count, first_no, first, last_no, last)] = [e for e in counts.stats.values() if e[2].startswith(b"\tMissing")]
+    assert (count, first_no, last_no) == (2, 42, 44)  # the line numbers of the whole lines
+    assert (first, last) == (first_line[:KEPT_LINE_BYTES], last_line[:KEPT_LINE_BYTES])
