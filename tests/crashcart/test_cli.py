@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from fakes.rule_rows import store_with_a_broken_rule
 
 OOM_LOG = (
     "[rank0]: iteration      100/  5000 | lm loss: 2.31 |\n"
@@ -165,32 +166,7 @@ def test_a_confirmed_rule_that_no_longer_compiles_is_skipped_with_one_warning(
 ) -> None:
     """Issue 9: such a rule made every triage exit 2. It is written straight into the SQLite file, as a store an
     older crashcart filled (or a hand edit) holds it: nothing checked its pattern on the way in."""
-    import sqlite3
-    from datetime import UTC, datetime
-
-    from crashcart.knowledge.rule_store import RuleProposal, SqliteRuleStore
-    from crashcart.knowledge.taxonomy import FailureClass
-
-    store = tmp_path / "rules.db"
-    SqliteRuleStore(store).close()
-    broken = RuleProposal(
-        id="prop-0123456789",
-        pattern=r"NVSwitch (\d+ fatal error",  # RE2: missing )
-        failure_class=FailureClass.GPU_HARDWARE,
-        explanation="An NVSwitch fatal error halts the GPU partition.",
-        examples=["NVSwitch 3 fatal error"],
-        origin="llm",
-        job="job-1",
-        status="confirmed",
-        decided_by="alice",
-        decided_at=datetime.now(UTC),
-    )
-    with sqlite3.connect(store) as conn:
-        conn.execute(
-            "INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
-            (broken.id, broken.pattern, broken.status, broken.model_dump_json()),
-        )
-    conn.close()
+    store = store_with_a_broken_rule(tmp_path / "rules.db")
     monkeypatch.setenv("CRASHCART_RULES", str(store))
 
     code, out, err = cli("triage", str(oom_log), "--format", "json", "--no-memory")

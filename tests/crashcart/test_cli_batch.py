@@ -5,19 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fakes.rule_rows import store_with_a_broken_rule
 from fakes.slurm import Reply, recorded
 
 from crashcart import cli as cli_module
 from crashcart.batch.results import ResultStore
 from crashcart.cli_batch import batch
 from crashcart.evals.generator import JobSpec, generate_job
-from crashcart.knowledge.rule_store import RuleProposal, SqliteRuleStore
-from crashcart.knowledge.taxonomy import FailureClass
 
 START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -264,26 +262,7 @@ def test_a_rule_store_that_cannot_be_opened_stops_the_batch_before_any_job(cli, 
 def test_a_confirmed_rule_that_no_longer_compiles_is_one_warning_for_the_whole_batch(
     cli, tree: Path, tmp_path: Path
 ) -> None:
-    store = tmp_path / "rules.db"
-    SqliteRuleStore(store).close()
-    broken = RuleProposal(
-        id="prop-0123456789",
-        pattern=r"NVSwitch (\d+ fatal error",  # RE2: missing ), as a hand-edited or older store may hold it
-        failure_class=FailureClass.GPU_HARDWARE,
-        explanation="An NVSwitch fatal error halts the GPU partition.",
-        examples=["NVSwitch 3 fatal error"],
-        origin="llm",
-        job="job-1",
-        status="confirmed",
-        decided_by="alice",
-        decided_at=datetime.now(UTC),
-    )
-    with sqlite3.connect(store) as conn:
-        conn.execute(
-            "INSERT INTO proposals (id, pattern, status, body) VALUES (?, ?, ?, ?)",
-            (broken.id, broken.pattern, broken.status, broken.model_dump_json()),
-        )
-    conn.close()
+    store = store_with_a_broken_rule(tmp_path / "rules.db")
     results = tmp_path / "batch.db"
     code, out, err = cli("batch", str(tree), "--rules", str(store), "--results", str(results), "--format", "json")
     assert code == 0 and all(r["status"] == "ok" for r in json.loads(out)["results"])
