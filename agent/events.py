@@ -83,12 +83,8 @@ def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | Collect
     ref = hit.ref
     named = hit.captures.get("node")
     base = dict(
-        time=ref.time,
-        file=ref.file,
-        line=ref.line,
+        dict(ref),  # the line's own fields: an event is a LineRef
         node=named or ref.node,
-        rank=ref.rank,
-        text=ref.text,
         names_node=bool(named),
         count=count,
         rule_id=hit.rule_id,
@@ -147,16 +143,7 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
             if iteration is None:
                 continue
             last = stat.last
-            event = ProgressEvent(
-                time=last.time,
-                file=last.file,
-                line=last.line,
-                node=last.node,
-                rank=last.rank,
-                text=last.text,
-                count=stat.count,
-                iteration=iteration,
-            )
+            event = ProgressEvent(**dict(last), count=stat.count, iteration=iteration)
             key = (stat.node, stat.rank, scan.file)
             if key not in latest or latest[key].line < event.line:
                 latest[key] = event
