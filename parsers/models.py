@@ -79,7 +79,9 @@ class MetricPoint(Strict):
     """The numbers of one training-progress line: what loss trends and loss-scale streaks are judged on."""
 
     line: int
+    text: str = ""  # the line itself, for evidence
     time: datetime | None = None
+    node: str | None = None
     rank: int | None = None
     iteration: int | None = None
     loss: float | None = None
