@@ -1,0 +1,110 @@
+"""Numeric trends over progress lines: a loss spike that ends the run, an fp16 loss-scale collapse.
+
+No single line says "the loss diverged" when it does so in numbers: Megatron prints `lm loss: 9.8E+01` where it
+printed `2.1E+00` a few intervals before, and DeepSpeed halves its loss scale line after line until it reaches
+single digits. Both are judged here over the scanner's MetricPoints (the last progress lines of each rank). An
+isolated overflow at a large scale, or a grad-norm blip the loss shrugs off, is what healthy runs print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from statistics import median
+
+from crashcart.agent.events import FailureEvent
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass, Role
+from crashcart.parsers.models import FileScan, MetricPoint
+
+SPIKE_FACTOR = 3.0  # loss this many times its recent median...
+GRAD_FACTOR = 5.0  # ... while the grad norm is this many times its own (when the run prints one)
+LOSS_ONLY_FACTOR = 5.0  # without grad norms, the loss alone must jump this far
+BASELINE_POINTS = 20  # the recent past a spike is measured against
+MIN_BASELINE = 8  # fewer loss values than this make no baseline
+TAIL_POINTS = 5  # a spike must sit among a rank's last loss values: the run stopped after it
+STREAK_MIN = 3  # overflow-and-skip lines in a row...
+SCALE_FLOOR = 10.0  # ... whose scale fell below this: the fp16 range is exhausted
+PRIORITY = 50  # a trend is specific evidence, but a signature on the failing line knows more
+
+
+def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
+    """A loss_divergence event for each rank whose numbers show a terminal spike or a scale collapse."""
+    events: list[FailureEvent] = []
+    for scan in scans:
+        for points in _by_rank(scan.metrics):
+            for rule_id, point in ((_SPIKE, _spike(points)), (_COLLAPSE, _collapse(points))):
+                if point is not None:
+                    events.append(_event(rule_id, point, scan.file))
+    return events
+
+
+_SPIKE = "trend.loss_spike"
+_COLLAPSE = "trend.loss_scale_collapse"
+
+
+def _by_rank(points: Iterable[MetricPoint]) -> list[list[MetricPoint]]:
+    groups: dict[int | None, list[MetricPoint]] = {}
+    for point in points:
+        groups.setdefault(point.rank, []).append(point)
+    return list(groups.values())
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and value == value and abs(value) != float("inf")
+
+
+def _spike(points: list[MetricPoint]) -> MetricPoint | None:
+    """The highest-loss line among the rank's last values, when it jumped far above the values before it."""
+    with_loss = [p for p in points if _finite(p.loss)]
+    if len(with_loss) < MIN_BASELINE + 1:
+        return None
+    tail = with_loss[-TAIL_POINTS:]
+    peak = max(tail, key=lambda p: p.loss or 0.0)
+    at = with_loss.index(peak)
+    before = with_loss[max(0, at - BASELINE_POINTS) : at]
+    if len(before) < MIN_BASELINE:
+        return None
+    base_loss = median(p.loss or 0.0 for p in before)
+    if base_loss <= 0 or (peak.loss or 0.0) < SPIKE_FACTOR * base_loss:
+        return None
+    grads = [p.grad_norm for p in before if _finite(p.grad_norm)]
+    if not grads:
+        return peak if (peak.loss or 0.0) >= LOSS_ONLY_FACTOR * base_loss else None
+    exploded = not _finite(peak.grad_norm) or (peak.grad_norm or 0.0) >= GRAD_FACTOR * max(median(grads), 1e-12)
+    return peak if exploded else None
+
+
+def _collapse(points: list[MetricPoint]) -> MetricPoint | None:
+    """The lowest-scale line of a streak of overflow skips that drove the loss scale into single digits."""
+    streak: list[MetricPoint] = []
+    worst: MetricPoint | None = None
+    for point in points:
+        if point.skipped and point.loss_scale is not None:
+            streak.append(point)
+            continue
+        if point.iteration is not None and not point.skipped:  # a step that ran ends the streak
+            worst = _worst(streak) or worst
+            streak = []
+    return _worst(streak) or worst
+
+
+def _worst(streak: list[MetricPoint]) -> MetricPoint | None:
+    if len(streak) < STREAK_MIN:
+        return None
+    low = min(streak, key=lambda p: p.loss_scale if p.loss_scale is not None else float("inf"))
+    return low if low.loss_scale is not None and low.loss_scale < SCALE_FLOOR else None
+
+
+def _event(rule_id: str, point: MetricPoint, file: str) -> FailureEvent:
+    return FailureEvent(
+        file=file,
+        line=point.line,
+        text=point.text,
+        node=point.node,
+        rank=point.rank,
+        time=point.time,
+        rule_id=rule_id,
+        failure_class=FailureClass.LOSS_DIVERGENCE,
+        action=DEFAULT_ACTION[FailureClass.LOSS_DIVERGENCE],
+        role=Role.ROOT_CAUSE,
+        priority=PRIORITY,
+    )

@@ -1,0 +1,103 @@
+"""The numbers of training-progress lines: iteration, loss, grad norm and loss scale, kept for the last lines.
+
+A loss spike or an fp16 loss-scale collapse is a trend over many lines, which no single-line signature can see.
+The scanner finds candidate lines with one Hyperscan pattern (PROGRESS_PATTERN) and hands each block's last
+few to a ProgressTrail; only the lines the trail keeps (the last MAX_POINTS per rank) are parsed, once, when the
+file ends. So the per-line cost is a Hyperscan match and a deque append, and the Python parsing is bounded per
+file whatever its length.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+
+from crashcart.knowledge.records import LineRef
+from crashcart.parsers.attribution import rank_prefix
+from crashcart.parsers.models import MetricPoint
+
+MAX_POINTS = 256  # per rank and file: enough tail to see a spike against its baseline
+MAX_PER_BLOCK = 2048  # candidate lines looked at per 4 MiB block (the last ones: the tail is what matters)
+MAX_LINE = 2000  # a progress line longer than this is read up to here
+
+# Lines that report progress: an iteration/step counter with its number, a loss value, a loss scale or an
+# overflow skip, as Megatron-LM, DeepSpeed, HF Trainer, Lightning, fairseq and apex print them.
+PROGRESS_PATTERN = (
+    r"(?i)(?:\b(?:iteration|iter|global_step|step|steps)\b['\"]?[ \t]{0,8}[:=]?[ \t]{0,8}\d"
+    r"|\bloss(?:[ _]scale)?\b['\"]?[ \t]{0,4}[:=]?[ \t]{0,4}(?:[-+]?\d|nan|inf)"
+    r"|skipping step|\boverflow\b)"
+)
+
+_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?)"
+_ITERATION = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b['\"]?\s{0,8}[:=]?\s{0,8}(\d+)")
+_LOSS = re.compile(r"(?i)\b(?:lm[ _]|train[ _]|training[ _])?loss\b(?![ _]scale)['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
+_GRAD_NORM = re.compile(r"(?i)\bgrad(?:ient)?[ _]norm\b['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
+_SCALE = re.compile(
+    r"(?i)(?:attempted loss scale|loss scale reduced to|\bloss[ _]scale\b['\"]?)\s{0,4}[:=]?\s{0,4}" + _NUM
+)
+_SKIPPED = re.compile(r"(?i)skipping step|\boverflow\b|skipped iterations:\s*[1-9]")
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:  # "1.2.3" and the like: not a number after all
+        return None
+
+
+def read_point(ref: LineRef) -> MetricPoint | None:
+    """The numbers a progress line reports, or None when it reports none of them."""
+    text = ref.text[:MAX_LINE]
+    iteration = _ITERATION.search(text)
+    loss, grad, scale = _LOSS.search(text), _GRAD_NORM.search(text), _SCALE.search(text)
+    skipped = _SKIPPED.search(text) is not None
+    if not (iteration or loss or grad or scale or skipped):
+        return None
+    return MetricPoint(
+        line=ref.line,
+        text=ref.text,
+        time=ref.time,
+        node=ref.node,
+        rank=ref.rank,
+        iteration=int(iteration.group(1)) if iteration and len(iteration.group(1)) < 10 else None,
+        loss=_number(loss.group(1)) if loss else None,
+        grad_norm=_number(grad.group(1)) if grad else None,
+        loss_scale=_number(scale.group(1)) if scale else None,
+        skipped=skipped,
+    )
+
+
+class ProgressTrail:
+    """The last MAX_POINTS progress lines of each rank of one file, kept raw until the file ends."""
+
+    def __init__(self) -> None:
+        self._lines: dict[int | None, deque[tuple[int, bytes]]] = {}
+
+    def add_block(self, block: bytes, base: int, starts: list[int]) -> None:
+        """Keep the candidate lines starting at `starts` (sorted offsets) of a block whose first line is base+1."""
+        starts = starts[-MAX_PER_BLOCK:]
+        if not starts:
+            return
+        no = base + block.count(b"\n", 0, starts[0])
+        pos = starts[0]
+        for start in starts:
+            no += block.count(b"\n", pos, start)
+            pos = start
+            end = block.find(b"\n", start)
+            line = block[start : end if end >= 0 else len(block)][:MAX_LINE]
+            rank = rank_prefix(line)
+            held = self._lines.get(rank)
+            if held is None:
+                held = self._lines[rank] = deque(maxlen=MAX_POINTS)
+            held.append((no + 1, line))
+
+    def points(self, make_ref: Callable[[str, int], LineRef]) -> list[MetricPoint]:
+        """The kept lines as metric points, in line order."""
+        rows = sorted(row for held in self._lines.values() for row in held)
+        points = []
+        for no, line in rows:
+            point = read_point(make_ref(line.decode("utf-8", "replace").rstrip("\r"), no))
+            if point is not None:
+                points.append(point)
+        return points

@@ -1,0 +1,92 @@
+"""Loss trends judged over progress lines: a terminal spike, an fp16 scale collapse, and what healthy runs print."""
+
+from __future__ import annotations
+
+from crashcart.agent.trends import trend_events
+from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.parsers.metrics import read_point
+from crashcart.parsers.models import FileScan, MetricPoint
+
+# The format of Megatron-LM's training_log (epfLLM/Megatron-LLM#11 shows it verbatim); numbers vary per line.
+MEGATRON = (
+    " iteration {it:>8}/  250000 | consumed samples:       186368 | elapsed time per iteration (ms): 126995.3 |"
+    " learning rate: 1.365E-05 | global batch size:  1024 | lm loss: {loss:E} | loss scale: 1.0 |"
+    " grad norm: {grad:.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+# ymcui/Chinese-LLaMA-Alpaca#534: DeepSpeed halving the scale down to 2, then "already at minimum"
+SCALER = "[INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+SCALER_183 = SCALER.replace("181", "183")
+COLLAPSE = [
+    "[2023-06-07 22:16:00,018] " + SCALER + "64, reducing to 32",
+    "[2023-06-07 22:18:11,762] " + SCALER + "32, reducing to 16",
+    "{'loss': 2.0491, 'learning_rate': 0.0001961913563176343, 'epoch': 0.28}",
+    "[2023-06-07 22:20:23,340] " + SCALER + "16, reducing to 8",
+    "[2023-06-07 22:22:34,914] " + SCALER + "8, reducing to 4",
+    "[2023-06-07 22:24:46,260] " + SCALER + "4, reducing to 2",
+]
+# zai-org/CogVideo#233: overflows at scales of 2^32 and down while fp16 finds its range; the run recovered
+RECOVERING = [
+    "[2024-09-11 17:52:18,030] " + SCALER_183 + "4294967296, reducing to 2147483648",
+    "[2024-09-11 17:52:32,563] " + SCALER_183 + "2147483648, reducing to 1073741824",
+    "[2024-09-11 17:52:47,082] " + SCALER_183 + "1073741824, reducing to 536870912",
+    "[2024-09-11 17:53:15,865] " + SCALER_183 + "536870912, reducing to 268435456",
+]
+# unsloth/unsloth#5207: the grad norm explodes on one step while the loss stays where it was
+GRAD_BLIP = [
+    "{'loss': 1.46,  'grad_norm':    14.98}",
+    "{'loss': 1.28,  'grad_norm':     9.78}",
+    "{'loss': 1.60,  'grad_norm':     7.64}",
+    "{'loss': 1.14,  'grad_norm':    92.10}",
+    "{'loss': 1.54,  'grad_norm':    29.00}",
+    "{'loss': 1.61,  'grad_norm':     5.21}",
+    "{'loss': 1.36,  'grad_norm':     7.83}",
+    "{'loss': 1.36,  'grad_norm':     7.79}",
+    "{'loss': 1.51,  'grad_norm': 11140.00}",
+]
+
+
+def scan_of(lines: list[str]) -> FileScan:
+    points: list[MetricPoint] = []
+    for no, text in enumerate(lines, 1):
+        point = read_point(LineRef(file="train.log", line=no, text=text))
+        if point is not None:
+            points.append(point)
+    return FileScan(file="train.log", lines=len(lines), bytes=0, hits=[], templates=[], metrics=points)
+
+
+def megatron(losses: list[float], grads: list[float]) -> list[str]:
+    return [
+        MEGATRON.format(it=182 + i, loss=loss, grad=g) for i, (loss, g) in enumerate(zip(losses, grads, strict=True))
+    ]
+
+
+def test_a_loss_spike_with_exploding_grad_norm_at_the_end_of_the_run_is_loss_divergence() -> None:
+    lines = megatron([2.4, 2.38, 2.41, 2.36, 2.39, 2.35, 2.37, 2.34, 2.36, 2.33, 9.8, 11.2], [0.2] * 10 + [4.5, 8.0])
+    [event] = trend_events([scan_of(lines)])
+    assert (event.failure_class, event.rule_id, event.line) == (FailureClass.LOSS_DIVERGENCE, "trend.loss_spike", 12)
+    assert "lm loss: 1.120000E+01" in event.text
+
+
+def test_a_spike_the_grad_norm_does_not_share_is_not_divergence() -> None:
+    lines = megatron([2.4, 2.38, 2.41, 2.36, 2.39, 2.35, 2.37, 2.34, 2.36, 2.33, 7.5], [0.2] * 11)
+    assert trend_events([scan_of(lines)]) == []
+
+
+def test_a_grad_norm_blip_under_a_flat_loss_is_healthy() -> None:
+    assert trend_events([scan_of(GRAD_BLIP)]) == []
+
+
+def test_a_spike_the_run_trained_through_is_not_terminal() -> None:
+    losses = [2.4, 2.38, 2.41, 2.36, 2.39, 2.35, 2.37, 2.34, 2.36, 9.8] + [2.3] * 8
+    assert trend_events([scan_of(megatron(losses, [0.2] * 9 + [6.0] + [0.2] * 8))]) == []
+
+
+def test_overflow_skips_that_drive_the_scale_into_single_digits_are_a_collapse() -> None:
+    [event] = trend_events([scan_of(COLLAPSE)])
+    assert event.rule_id == "trend.loss_scale_collapse"
+    assert event.text.endswith("Attempted loss scale: 4, reducing to 2")  # the lowest attempted scale
+
+
+def test_overflows_at_large_scales_are_healthy() -> None:
+    assert trend_events([scan_of(RECOVERING)]) == []

@@ -1,0 +1,95 @@
+"""The numbers of progress lines, read as they are printed: raw line beside the point it yields."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from crashcart.knowledge.records import LineRef
+from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail, read_point
+
+# epfLLM/Megatron-LLM#11 (Megatron's training_log line)
+MEGATRON = (
+    " iteration      182/  250000 | consumed samples:       186368 | elapsed time per iteration (ms): 126995.3 |"
+    " learning rate: 1.365E-05 | global batch size:  1024 | lm loss: 2.382640E+00 | loss scale: 1.0 |"
+    " grad norm: 0.227 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+# ymcui/Chinese-LLaMA-Alpaca#534 (DeepSpeed's loss scaler)
+DS_OVERFLOW = (
+    "[2023-06-07 22:24:46,260] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step."
+    " Attempted loss scale: 4, reducing to 2"
+)
+HF_LOSS = "{'loss': 2.0491, 'learning_rate': 0.0001961913563176343, 'epoch': 0.28}"  # same thread
+# unsloth/unsloth#5207 (HF Trainer's log dict)
+HF_GRAD = "{'loss': 1.51,  'grad_norm': 11140.00}"
+# bigscience-workshop/Megatron-DeepSpeed#396
+GRAD_NAN = (
+    " iteration     5426/  250000 | consumed samples:        43408 | consumed tokens:     88899584 | elapsed time per"
+    " iteration (ms): 4247.9 | learning rate: 2.999E-04 | global batch size:     8 | loss scale: 1.0 | grad norm: nan |"
+    " actual seqlen:  2048 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+
+
+def ref(text: str, line: int = 1) -> LineRef:
+    return LineRef(file="train.log", line=line, text=text)
+
+
+@pytest.mark.parametrize(
+    ("text", "iteration", "loss", "grad_norm", "scale", "skipped"),
+    [
+        (MEGATRON, 182, 2.38264, 0.227, 1.0, False),
+        (DS_OVERFLOW, None, None, None, 4.0, True),
+        (HF_LOSS, None, 2.0491, None, None, False),
+        (HF_GRAD, None, 1.51, 11140.0, None, False),
+    ],
+)
+def test_read_point(text: str, iteration: int | None, loss: float | None, grad_norm, scale, skipped: bool) -> None:
+    point = read_point(ref(text))
+    assert point is not None
+    assert (point.iteration, point.loss, point.grad_norm, point.loss_scale, point.skipped) == (
+        iteration,
+        pytest.approx(loss) if loss is not None else None,
+        grad_norm,
+        scale,
+        skipped,
+    )
+    assert point.text == text
+
+
+def test_a_nan_grad_norm_is_kept_as_nan() -> None:
+    point = read_point(ref(GRAD_NAN))
+    assert point is not None and point.grad_norm is not None and point.grad_norm != point.grad_norm
+
+
+def test_lines_without_progress_numbers_are_not_points() -> None:
+    # torch/distributed/run.py prints this once at start (pytorch/pytorch#101281)
+    assert read_point(ref("Setting OMP_NUM_THREADS environment variable for each process to be 1 in default")) is None
+
+
+def test_the_pattern_finds_progress_lines_and_not_lookalikes() -> None:
+    pattern = re.compile(PROGRESS_PATTERN)
+    for line in (MEGATRON, DS_OVERFLOW, HF_LOSS, HF_GRAD):
+        assert pattern.search(line), line
+    # Megatron's timer lines (knowledge/healthy/megatron.log) carry "step" only inside a timer's name
+    assert not pattern.search("    optimizer-inner-step ...........................: (20.66, 20.72)")
+
+
+def test_the_trail_keeps_the_last_lines_of_each_rank_with_their_numbers() -> None:
+    rank0 = [f"[rank0]:{MEGATRON}".encode()] * (MAX_POINTS + 10)
+    rank1 = [f"[rank1]:{MEGATRON}".encode()] * 3
+    block = b"\n".join(rank0 + rank1) + b"\n"
+    starts = [0]
+    for i, byte in enumerate(block[:-1]):
+        if byte == 10:
+            starts.append(i + 1)
+    trail = ProgressTrail()
+    trail.add_block(block, 100, starts)
+    points = trail.points(lambda text, no: LineRef(file="f", line=no, text=text, rank=int(text[5])))
+    assert [p.rank for p in points].count(0) == MAX_POINTS
+    assert [p.line for p in points if p.rank == 1] == [
+        100 + MAX_POINTS + 11,
+        100 + MAX_POINTS + 12,
+        100 + MAX_POINTS + 13,
+    ]
+    assert points[0].line == 100 + 11  # the first 10 of rank 0 fell out
