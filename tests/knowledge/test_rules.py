@@ -239,6 +239,14 @@ def test_named_groups(rules: list[Rule]) -> None:
     line = "node1:9:9 [4] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<44206> with status=12 opcode=129"
     groups = by_id["net.ib.retry_exceeded"].compiled().search(line).groupdict()
     assert groups == {"peer": "10.1.2.3", "status": "12"}
+    scale = by_id["numerics.loss_scale_step"].compiled()
+    # ymcui/Chinese-LLaMA-Alpaca-2#97 (DeepSpeed), NVIDIA/apex#318 (apex), facebookresearch/fairseq#512 (fairseq)
+    line = "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 0, reducing to 0"
+    assert scale.search(line).groupdict() == {"scale": "0", "reduced": "0"}
+    line = "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 8.165126103939127e-202"
+    assert scale.search(line).groupdict() == {"scale": "8.165126103939127e-202", "reduced": None}
+    line = "| WARNING: overflow detected, setting loss scale to: 0.0001220703125"
+    assert scale.search(line).group("scale") == "0.0001220703125"
 
 
 SCENARIOS = [
@@ -348,6 +356,31 @@ SCENARIOS = [
         ["AssertionError: Rank 13: found NaN in local grad norm in backward pass before data-parallel communication"],
         FailureClass.LOSS_DIVERGENCE,
     ),
+    (  # huggingface/tokenizers#1847: Rust's alloc error handler aborts instead of raising
+        "a native allocator's abort is host memory",
+        ["memory allocation of 21474836480 bytes failed"],
+        FailureClass.HOST_OOM,
+    ),
+    (  # srebuffi/iCaRL#8: a pickle opened without 'rb'
+        "a pickle read as text is a code bug, not bad data",
+        ["UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte"],
+        FailureClass.CODE_BUG,
+    ),
+    (  # LinkSoul-AI/Chinese-Llama-2-7b#27: Ctrl-C in torchrun's wait loop
+        "an interrupted launcher is cancelled, not its workers' teardown",
+        [
+            "KeyboardInterrupt",
+            "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1383 closing signal SIGTERM",
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1313 got signal: 2",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        ],
+        FailureClass.CANCELLED,
+    ),
+    (  # pytorch/pytorch#10938: PIL's PNG plugin reads a chunk length past the end of a truncated file
+        "a short struct read under an image decoder is data",
+        ["struct.error: unpack requires a buffer of 4 bytes"],
+        FailureClass.DATA_ERROR,
+    ),
     (
         "a missing shared library is environment, not a code import",
         ["ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"],
@@ -360,6 +393,21 @@ SCENARIOS = [
 def test_priorities_pick_the_root_cause(rules: list[Rule], why: str, lines: list[str], expected: FailureClass) -> None:
     winner, _ = best_hit(rules, lines)
     assert winner.failure_class is expected, f"{why}: {winner.id} won"
+
+
+def test_an_oom_at_cuda_init_points_at_the_node(rules: list[Rule]) -> None:
+    """THC allocates its RNG state when CUDA starts, before any model tensor: the GPU was full already."""
+    lines = [  # levyfan/reid-mgn#9
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorRandom.cu line=25 error=2 : out of memory",
+        "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCTensorRandom.cu:25",
+    ]
+    winner, _ = best_hit(rules, lines)
+    assert winner.id == "mem.gpu.oom_at_cuda_init"
+    assert winner.failure_class is FailureClass.GPU_OOM
+    assert "nvidia-smi" in winner.explanation
+    # jiesutd/NCRFpp#121: the same error during backward is an ordinary OOM
+    later = "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/torch/lib/THC/generic/THCStorage.cu:58"
+    assert best_hit(rules, [later])[0].id == "mem.gpu.legacy_oom"
 
 
 def test_healthy_log_fires_no_failure_rule(rules: list[Rule], database: hyperscan.Database) -> None:
