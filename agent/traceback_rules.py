@@ -1,0 +1,439 @@
+"""The rules that judge one exception of a traceback's chain by where it was raised and what it went through.
+
+Each rule looks at one RaisedException (its type, whole message, frames and asserted expression) and the
+traceback around it (a DataLoader worker's re-raise, a launcher's summary), and returns a Finding or None;
+the first that knows the exception decides, and a weak code_bug stands when none does.
+
+Priorities: specific signatures (>= 50) still decide where they fire; python.yaml's generic per-exception rules
+(25-45) know only the exception's name, so a confident structural finding outranks them (46-49) and a weak one
+(a bare RuntimeError, an exception nothing explains) stays among them (20-30).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.parsers.models import Frame, RaisedException, Traceback
+
+CONFIDENT = 48  # the message names the cause: an errno, an allocator, a missing module, a version check
+LIKELY = 47  # where it was raised tells: a library the user called, data loading, a config validator
+OWN_CODE = 46  # raised in the user's own code about the user's own objects
+WEAK = 25  # nothing telling: an exception of the user's code or of a library
+BARE = 22  # a bare RuntimeError: whatever raised it said nothing more
+SUMMARY = 20  # a launcher's summary of a child that failed (its own traceback tells why)
+
+
+class Finding(NamedTuple):
+    """What a rule concluded about one exception."""
+
+    reason: str
+    failure_class: FailureClass
+    priority: int
+    label: str
+
+
+def judge_exception(exc: RaisedException, tb: Traceback) -> Finding:
+    """The first rule that knows this exception; a weak code_bug when none does."""
+    for rule in _RULES:
+        finding = rule(exc, tb)
+        if finding is not None:
+            return finding
+    return _fallback(exc)
+
+
+# --- frames -------------------------------------------------------------------------------------------------
+
+# Library frames that only pass a call or an attribute look-up along (nn.Module's __getattr__ and _call_impl):
+# the exception belongs to whoever made the call.
+_DISPATCH = frozenset({"__getattr__", "__getattribute__", "_call_impl", "_wrapped_call_impl"})
+
+
+def _path(frame: Frame) -> str:
+    return frame.file.replace("\\", "/")
+
+
+def _is_stdlib(frame: Frame) -> bool:
+    return frame.package == "python" or frame.file.startswith("<frozen")
+
+
+def _is_user(frame: Frame) -> bool:
+    return frame.package is None and not _is_stdlib(frame)
+
+
+def _is_library(frame: Frame) -> bool:
+    return not _is_user(frame) and not _is_stdlib(frame)
+
+
+def _raiser(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame that did the failing thing, looking through the standard library and dispatch."""
+    for frame in reversed(frames):
+        if _is_stdlib(frame) or (_is_library(frame) and frame.function in _DISPATCH):
+            continue
+        return frame
+    return frames[-1] if frames else None
+
+
+def _call_site(frames: Sequence[Frame]) -> Frame | None:
+    """The user's innermost frame in a real file (not generated code such as a dataclass's `<string>`)."""
+    return next((f for f in reversed(frames) if _is_user(f) and not f.file.startswith("<")), None)
+
+
+def _basename(frame: Frame) -> str:
+    return _path(frame).rsplit("/", 1)[-1]
+
+
+def where(exc: RaisedException) -> str:
+    """': TypeError raised in transformers, called from train.py' for the verdict's phrase."""
+    raiser, site = _raiser(exc.frames), _call_site(exc.frames)
+    if raiser is None:
+        return f": {exc.exc_type}"
+    if _is_user(raiser):
+        return f": {exc.exc_type} raised in {_basename(raiser)}"
+    place = "the standard library" if _is_stdlib(raiser) else raiser.package
+    called = f", called from {_basename(site)}" if site is not None else ""
+    return f": {exc.exc_type} raised in {place}{called}"
+
+
+def _short_type(exc: RaisedException) -> str:
+    """'OutOfMemoryError' for 'torch.cuda.OutOfMemoryError', 'bad_alloc' for 'std::bad_alloc'."""
+    return re.split(r"\.|::", exc.exc_type)[-1]
+
+
+def _user_modules(frames: Sequence[Frame]) -> set[str]:
+    """Names an import of the user's own project could use: folders and file stems of the user's frames."""
+    names = set(_PROJECT_MODULES)
+    for frame in frames:
+        if _is_user(frame):
+            parts = [p for p in _path(frame).split("/") if p]
+            names.update(p.removesuffix(".py") for p in parts)
+    return names
+
+
+# Generic names projects give their own packages; never the name of a library a job installs.
+_PROJECT_MODULES = ("utils", "util", "models", "model", "src", "modules", "common", "lib", "config", "configs")
+
+
+# --- rules, in order: each returns a finding or None ---------------------------------------------------------
+
+_GPU_OOM = re.compile(r"CUDA out of memory|HIP out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED")
+_HOST_OOM = re.compile(
+    r"std::bad_alloc|Cannot allocate memory|\[Errno 12\]|can't allocate memory|memory allocation of \d+ bytes failed"
+    r"|Unable to allocate [\d.]+ \w+ for an array|(?i:(?:could not|cannot|failed to|unable to) allocate)"
+)
+_DEVICE_WORDS = re.compile(r"CUDA|GPU|cuda|device")
+
+
+def _memory(exc: RaisedException, tb: Traceback) -> Finding | None:
+    text = f"{exc.exc_type}: {exc.message}"
+    if _short_type(exc) == "OutOfMemoryError" or _GPU_OOM.search(text):
+        return Finding("gpu_oom", FailureClass.GPU_OOM, CONFIDENT, "GPU out of memory")
+    host = _short_type(exc) in ("MemoryError", "_ArrayMemoryError", "bad_alloc") or _HOST_OOM.search(text)
+    if host and not _DEVICE_WORDS.search(exc.message):
+        return Finding("host_oom", FailureClass.HOST_OOM, CONFIDENT, "host memory exhausted")
+    return None
+
+
+_SIGNAL = re.compile(r"got signal: (\d+)")
+_HUMAN_SIGNALS = {"1": "SIGHUP", "2": "SIGINT"}
+
+
+def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Ctrl-C, a closed terminal (SIGHUP) or a SIGTERM reaching the launcher's wait loop."""
+    if _short_type(exc) == "KeyboardInterrupt":
+        return Finding("keyboard_interrupt", FailureClass.CANCELLED, CONFIDENT, "interrupted (SIGINT)")
+    signal = _SIGNAL.search(exc.message) if _short_type(exc) == "SignalException" else None
+    if signal is None:
+        return None
+    if signal.group(1) in _HUMAN_SIGNALS:
+        name = _HUMAN_SIGNALS[signal.group(1)]
+        return Finding("signal", FailureClass.CANCELLED, CONFIDENT, f"the launcher got {name}")
+    if signal.group(1) == "15":  # a scheduler's stop, or the teardown after another rank failed
+        return Finding("sigterm", FailureClass.CANCELLED, WEAK, "the launcher got SIGTERM")
+    return None
+
+
+_SHARED_OBJECT = re.compile(
+    r"undefined symbol|cannot open shared object file|DLL load failed|Symbol not found|image not found"
+)
+# A version pin in the message of an import or of a version-checking frame ("tokenizers>=0.22.0,<=0.23.0").
+_VERSION_PIN = re.compile(r"(?:>=|<=|==|~=|!=)\s*\d+(?:\.\d+)+")
+# Wordings that say "your version" wherever they are raised.
+_VERSION_WORDS = re.compile(
+    r"is required for a normal functioning|version mismatch|[Ii]nvalid version|version of \w+ is out of date"
+    r"|requires? (?:a )?(?:newer|older|higher|lower) version|does not recognize this architecture"
+    r"|pip install (?:-U|--upgrade)\b"
+)
+_VERSION_FRAMES = re.compile(r"dependency_versions_check|/utils/versions\.py|importlib/metadata|/packaging/")
+_NO_MODULE = re.compile(r"No module named '([^']+)'")
+_CANNOT_IMPORT = re.compile(r"cannot import name '[^']+' from '([^']+)'(?: \(([^)]*)\))?")
+_IMPORT_TYPES = frozenset({"ImportError", "ModuleNotFoundError", "PackageNotFoundError", "InvalidVersion"})
+
+
+def _imports(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Missing modules, broken builds and version checks: the environment, unless the module is the project's."""
+    env = FailureClass.ENVIRONMENT
+    if _SHARED_OBJECT.search(exc.message):
+        return Finding("undefined_symbol", env, CONFIDENT, "a compiled library does not fit (undefined symbol)")
+    importing = _short_type(exc) in _IMPORT_TYPES
+    checked = any(_VERSION_FRAMES.search(_path(f)) for f in exc.frames)
+    pinned = (importing or checked) and _VERSION_PIN.search(exc.message)
+    if _short_type(exc) == "InvalidVersion" or pinned or _VERSION_WORDS.search(exc.message):
+        return Finding("version_check", env, CONFIDENT, "a version check failed")
+    missing = _NO_MODULE.search(exc.message)
+    if missing:
+        if missing.group(1).split(".")[0] in _user_modules(exc.frames):
+            return Finding("project_module", FailureClass.CODE_BUG, OWN_CODE, "a module of the project is missing")
+        return Finding("missing_module", env, CONFIDENT, f"module {missing.group(1)!r} is not installed")
+    named = _CANNOT_IMPORT.search(exc.message)
+    if named:
+        return _cannot_import(named, exc)
+    if importing:
+        return Finding("import_failed", env, LIKELY, "an import failed")
+    return None
+
+
+def _cannot_import(named: re.Match[str], exc: RaisedException) -> Finding:
+    """'cannot import name X from Y (path)': an installed Y lacks X (a version mismatch), or the project's Y does."""
+    module, location = named.group(1), named.group(2) or ""
+    installed = "site-packages" in location or "dist-packages" in location or location == "unknown location"
+    if not installed and (location or module.split(".")[0] in _user_modules(exc.frames)):
+        return Finding("project_import", FailureClass.CODE_BUG, OWN_CODE, f"the project's {module} lacks a name")
+    return Finding("import_from_installed", FailureClass.ENVIRONMENT, CONFIDENT, f"installed {module} lacks a name")
+
+
+_ERRNO = re.compile(r"\[Errno (\d+)\]|\bcode: (\d+), kind:")
+_STRERROR = {
+    "No space left on device": "28",
+    "StorageFull": "28",
+    "Disk quota exceeded": "122",
+    "Stale file handle": "116",
+    "Input/output error": "5",
+    "Read-only file system": "30",
+}
+_STORAGE_ERRNO = {
+    "28": ("errno_enospc", "no space left on device"),
+    "122": ("errno_edquot", "disk quota exceeded"),
+    "116": ("errno_estale", "stale file handle"),
+    "5": ("errno_eio", "input/output error"),
+    "30": ("errno_erofs", "read-only file system"),
+}
+
+
+def _errno(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """OSError by errno (or its strerror text in any message): storage, or a wrong path or permission."""
+    found = _ERRNO.search(exc.message)
+    code = next((g for g in found.groups() if g), None) if found else None
+    code = code or next((num for text, num in _STRERROR.items() if text in exc.message), None)
+    if code in _STORAGE_ERRNO:
+        reason, label = _STORAGE_ERRNO[code]
+        return Finding(reason, FailureClass.STORAGE, CONFIDENT, label)
+    kind = _short_type(exc)
+    if kind == "FileNotFoundError" or code == "2" or "No such file or directory" in exc.message:
+        return Finding("missing_path", FailureClass.CONFIG_ERROR, OWN_CODE, "a path does not exist")
+    if kind == "PermissionError" or code == "13" or "Permission denied" in exc.message:
+        return Finding("permission_denied", FailureClass.CONFIG_ERROR, OWN_CODE, "permission denied")
+    return None
+
+
+_WORKER_RERAISE = re.compile(r"^Caught (\S+) in DataLoader worker process \d+")
+_DATA_PACKAGES = frozenset(
+    {"PIL", "cv2", "imageio", "pyarrow", "webdataset", "datasets", "decord", "soundfile", "librosa", "av", "lmdb"}
+)
+_COLLATE_BUG = re.compile(
+    r"stack expects each tensor to be equal size|resize storage|storage that is not resizable"
+    r"|batch must contain tensors"
+)
+
+
+def is_worker_reraise(exc: RaisedException) -> bool:
+    return bool(_WORKER_RERAISE.match(exc.message))
+
+
+def _is_data_frame(frame: Frame) -> bool:
+    """A frame that reads or decodes training data: DataLoader internals, decoders, dataset readers."""
+    path = _path(frame)
+    if "torch/utils/data/" in path or frame.package in _DATA_PACKAGES:
+        return True
+    if _is_stdlib(frame):
+        return "/json/" in path
+    return _is_user(frame) and frame.function in ("__getitem__", "__getitems__")
+
+
+def _data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Exceptions while reading a record are the data's, except tensor-storage misuse in collate/getitem."""
+    if tb.worker is None and not is_worker_reraise(exc) and not any(map(_is_data_frame, exc.frames)):
+        return None
+    in_collate = any(_path(f).endswith("collate.py") for f in exc.frames)
+    if _COLLATE_BUG.search(exc.message) or (in_collate and _short_type(exc) == "TypeError"):
+        return Finding("collate_bug", FailureClass.CODE_BUG, OWN_CODE, "tensor storage misused in collate/getitem")
+    return Finding("data_loading", FailureClass.DATA_ERROR, LIKELY, "raised while reading data")
+
+
+_CONFIG_WORDS = re.compile(
+    r"(?i)batch|world_?size|gpus?\b|devices|nproc|heads|hidden|seq(?:uence)?_?len|max_len|parallel|micro"
+    r"|\b[tpdce]p_?size|accum|experts?"
+)
+_TENSOR_SHAPE = re.compile(r"\.shape\b|\.size\(|\.dim\(|\.ndim\b")
+_CONFIG_PACKAGES = frozenset({"pydantic", "pydantic_core", "omegaconf", "hydra", "jsonschema", "marshmallow"})
+_CONFIG_FILE = re.compile(r"(?i)conf|arg|option|param|setting")
+_ARG_PARSERS = ("argparse.py", "hf_argparser.py")  # the standard library's, transformers' and trl's copy
+
+
+def _config(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Size and divisibility asserts over batch, world size, heads, parallel degrees; config validators."""
+    cfg = FailureClass.CONFIG_ERROR
+    if _short_type(exc) == "AssertionError":
+        said = f"{exc.assertion or ''} {exc.message}"
+        if _CONFIG_WORDS.search(said) and not _TENSOR_SHAPE.search(said):
+            return Finding("config_assertion", cfg, LIKELY, "a size/divisibility check of the settings failed")
+    if _is_validator(exc):
+        return Finding("config_validator", cfg, LIKELY, "the configuration was rejected")
+    checks = [f for f in exc.frames if f.function == "__post_init__" and _CONFIG_FILE.search(_basename(f))]
+    if checks and _short_type(exc) in ("ValueError", "AssertionError"):
+        return Finding("config_validator", cfg, LIKELY, "the configuration was rejected")
+    return None
+
+
+def _is_validator(exc: RaisedException) -> bool:
+    """Raised by a config library (pydantic, omegaconf, hydra ...) or an argument parser."""
+    if exc.exc_type.split(".")[0] in _CONFIG_PACKAGES:
+        return True
+    raiser = _raiser(exc.frames)
+    parsing = bool(exc.frames) and _path(exc.frames[-1]).endswith(_ARG_PARSERS)
+    return parsing or (raiser is not None and raiser.package in _CONFIG_PACKAGES)
+
+
+_SIGNATURE_MISMATCH = re.compile(
+    r"(\w[\w.]*)\(\) (?:got an unexpected keyword argument|missing \d+ required (?:positional|keyword-only)"
+    r"|takes (?:from )?\d+|got multiple values for argument)"
+)
+_MODULE_ATTR = re.compile(r"module '([\w.]+)' has no attribute")
+_OBJECT_ATTR = re.compile(
+    r"'super' object has no attribute|(?:type object '|')(?P<owner>[\w.]+)'(?: object)? has no attr"
+)
+_BUILTIN_TYPES = frozenset(
+    {"NoneType", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "bytes", "function", "method"}
+)
+_LIBRARY_CALL = re.compile(
+    r"\b(?:torch|nn|F|np|numpy|transformers|deepspeed|accelerate|datasets|peft|trl|tf|jax|megatron|apex|timm"
+    r"|torchvision|pl|lightning)\.\w"
+)
+
+
+def _api(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """TypeError/AttributeError: a library's API that changed under the user's code, or the user's own bug."""
+    if _short_type(exc) not in ("TypeError", "AttributeError", "ModuleAttributeError"):
+        return None
+    raiser = _raiser(exc.frames)
+    if raiser is None:
+        return None
+    mismatch = _SIGNATURE_MISMATCH.search(exc.message)
+    module = _MODULE_ATTR.search(exc.message)
+    owner = _OBJECT_ATTR.search(exc.message)
+    if _is_library(raiser):
+        if mismatch or module or owner:
+            return Finding("api_mismatch", FailureClass.ENVIRONMENT, LIKELY, "API/version mismatch")
+        return None
+    library = (mismatch is not None and _callee_is_library(mismatch, exc, raiser)) or (
+        module is not None and module.group(1).split(".")[0] not in _user_modules(exc.frames)
+    )
+    if library or (owner is not None and _owner_is_library(owner, exc)):
+        return Finding("api_mismatch", FailureClass.ENVIRONMENT, OWN_CODE, "API/version mismatch")
+    return Finding("user_code_bug", FailureClass.CODE_BUG, OWN_CODE, "a bug in the user's code")
+
+
+def _callee_is_library(mismatch: re.Match[str], exc: RaisedException, raiser: Frame) -> bool:
+    """The user's line called a library's class or function with a signature it no longer (or not yet) has."""
+    callee = mismatch.group(1).split(".")
+    name = callee[-2] if len(callee) > 1 and callee[-1] == "__init__" else callee[-1]
+    if name in {f.function for f in exc.frames if _is_user(f)}:
+        return False
+    return name[:1].isupper() or bool(_LIBRARY_CALL.search(raiser.source or ""))
+
+
+def _owner_is_library(owner: re.Match[str], exc: RaisedException) -> bool:
+    """The missing attribute was looked up on a library's object: a parent class (super) or a class the
+    library's own frames name."""
+    name = owner.group("owner")
+    if name is None:
+        return True  # 'super' object: the library's parent class lacks the method
+    if name in _BUILTIN_TYPES:
+        return False
+    return any(name in (f.source or "") for f in exc.frames if _is_library(f) and f.function not in _DISPATCH)
+
+
+_CUDA_BUILD = re.compile(
+    r"no kernel image is available|is not compatible with the current PyTorch installation"
+    r"|CUDA driver version is insufficient|not compiled for"
+)
+_CUDA = re.compile(
+    r"CUDA error|CUDA driver error|cuDNN error|CUDNN_STATUS|CUBLAS_STATUS|cudaError|illegal memory access"
+    r"|misaligned address|unspecified launch failure"
+)
+_DIST = re.compile(r"NCCL error|ProcessGroupNCCL|ProcessGroupGloo|Gloo")
+
+
+def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """CUDA runtime errors, builds that do not fit the GPU, and collective backends failing (a symptom)."""
+    text = f"{exc.exc_type}: {exc.message}"
+    if _CUDA_BUILD.search(text):
+        return Finding("cuda_build_mismatch", FailureClass.ENVIRONMENT, CONFIDENT, "the CUDA build does not fit")
+    if "device-side assert" in text:
+        return Finding("device_assert", FailureClass.CODE_BUG, LIKELY, "a device-side assert fired")
+    if _CUDA.search(text) or _short_type(exc) == "AcceleratorError":
+        return Finding("cuda_error", FailureClass.CUDA_ERROR, LIKELY, "a CUDA error")
+    if _short_type(exc) in ("DistBackendError", "DistNetworkError", "DistStoreError") or _DIST.search(text):
+        return Finding("dist_backend", FailureClass.COLLECTIVE_TIMEOUT, WEAK, "the collective backend failed")
+    return None
+
+
+_EXIT_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\)|exitcode\s*:\s*-(\d+)")
+_SUMMARY_CLASS = {
+    "1": FailureClass.CANCELLED,
+    "2": FailureClass.CANCELLED,
+    "15": FailureClass.CANCELLED,
+    "9": FailureClass.HOST_OOM,
+    "7": FailureClass.HOST_OOM,
+}
+
+
+def _launcher_summary(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """torchrun's ChildFailedError: the child's exit signal hints at the class; the child's traceback decides."""
+    last = tb.kind == "child_failed" and exc is tb.chain[-1]
+    if not last and _short_type(exc) != "ChildFailedError":
+        return None
+    found = _EXIT_SIGNAL.search(exc.message)
+    signal = (found.group(1) or found.group(3)) if found else None
+    cls = _SUMMARY_CLASS.get(signal or "", FailureClass.CODE_BUG)
+    label = f"a worker died of signal {signal}" if signal else "a worker failed"
+    return Finding("launcher_summary", cls, SUMMARY, label)
+
+
+def _fallback(exc: RaisedException) -> Finding:
+    """Nothing telling: a bare RuntimeError is a weak symptom; anything else a weak bug, I/O errors storage."""
+    if exc.exc_type == "RuntimeError":
+        return Finding("bare_runtime_error", FailureClass.CODE_BUG, BARE, "an unexplained RuntimeError")
+    if _short_type(exc) in ("OSError", "IOError"):
+        return Finding("os_error", FailureClass.STORAGE, WEAK, "an I/O error")
+    raiser = _raiser(exc.frames)
+    if raiser is not None and _is_user(raiser) and _short_type(exc) == "AssertionError":
+        return Finding("assertion", FailureClass.CODE_BUG, OWN_CODE, "an assertion of the user's code failed")
+    if raiser is not None and _is_library(raiser):
+        return Finding("library_exception", FailureClass.CODE_BUG, WEAK, "an exception of a library")
+    return Finding("user_code_exception", FailureClass.CODE_BUG, WEAK, "an exception of the user's code")
+
+
+_RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
+    _launcher_summary,
+    _memory,
+    _cancelled,
+    _imports,
+    _errno,
+    _data_loading,
+    _config,
+    _api,
+    _device,
+)

@@ -1,0 +1,92 @@
+"""A traceback judged by its structure, so that no traceback is left `unknown`.
+
+Single-line signatures see one line; a traceback also says which exception of its chain came first, where it
+was raised (an installed package, the standard library, the user's own code), what it went through (DataLoader
+workers, image decoders, config validators) and, for a bare assert, what was asserted. A TypeError raised in
+transformers' frame that train.py called is an API/version mismatch; the same TypeError raised in train.py
+about train.py's own objects is a bug. The rules live in traceback_rules.py; this module picks the telling
+exception of a chain and turns verdicts into events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crashcart.agent.events import FailureEvent
+from crashcart.agent.traceback_rules import SUMMARY, Finding, is_worker_reraise, judge_exception, where
+from crashcart.knowledge.records import LineRef, Strict
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass, Role
+from crashcart.parsers.masking import mask
+from crashcart.parsers.models import FileScan, Traceback
+
+MAX_EVENTS = 50  # a job of 1,000 ranks printing one traceback each stays a small event list
+
+# Verdicts that follow from a failure elsewhere: they name the class only when nothing better is seen.
+SYMPTOM_REASONS = frozenset({"bare_runtime_error", "launcher_summary", "dist_backend", "sigterm"})
+
+
+class TracebackVerdict(Strict):
+    """What one traceback says, and the exception line to cite for it."""
+
+    rule_id: str  # "traceback.<reason>"
+    failure_class: FailureClass
+    priority: int
+    reason: str  # one short phrase: "API/version mismatch: TypeError raised in transformers, called from train.py"
+    ref: LineRef
+
+
+def judge(tb: Traceback) -> TracebackVerdict:
+    """The verdict of the chain's most telling exception; on a tie the oldest, since later ones were raised
+    while handling it. A DataLoader worker's re-raise in the main process stands aside for the worker's own."""
+    links = [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
+    if not links:
+        return _verdict(Finding("no_exception_line", FailureClass.CODE_BUG, SUMMARY, "a traceback"), tb.start, "")
+    judged = [(judge_exception(exc, tb), -i, exc) for i, exc in enumerate(links)]
+    finding, _, exc = max(judged, key=lambda item: (item[0].priority, item[1]))
+    return _verdict(finding, exc.ref, where(exc))
+
+
+def role_of(verdict: TracebackVerdict) -> Role:
+    """Root cause, except for verdicts that only follow from a failure elsewhere."""
+    reason = verdict.rule_id.removeprefix("traceback.")
+    return Role.SYMPTOM if reason in SYMPTOM_REASONS else Role.ROOT_CAUSE
+
+
+def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
+    """One event per judged traceback, folded: the same exception line on one rank is one event with a count,
+    each distinct exception keeps its first event before repeats on other ranks fill the cap."""
+    groups: dict[tuple[str, str, str | None, int | None], list[TracebackVerdict]] = {}
+    for scan in scans:
+        for tb in scan.tracebacks:
+            verdict = judge(tb)
+            key = (verdict.rule_id, mask(verdict.ref.text[:300]), verdict.ref.node, verdict.ref.rank)
+            groups.setdefault(key, []).append(verdict)
+    firsts: dict[tuple[str, str], tuple[str, str, str | None, int | None]] = {}
+    for key in groups:
+        firsts.setdefault(key[:2], key)
+    leaders = set(firsts.values())
+    order = list(firsts.values()) + [key for key in groups if key not in leaders]
+    return [_event(groups[key]) for key in order[:MAX_EVENTS]]
+
+
+def _event(verdicts: list[TracebackVerdict]) -> FailureEvent:
+    first = verdicts[0]
+    return FailureEvent(
+        **dict(first.ref),
+        count=len(verdicts),
+        rule_id=first.rule_id,
+        failure_class=first.failure_class,
+        action=DEFAULT_ACTION[first.failure_class],
+        role=role_of(first),
+        priority=first.priority,
+    )
+
+
+def _verdict(finding: Finding, ref: LineRef, where: str) -> TracebackVerdict:
+    return TracebackVerdict(
+        rule_id=f"traceback.{finding.reason}",
+        failure_class=finding.failure_class,
+        priority=finding.priority,
+        reason=f"{finding.label}{where}",
+        ref=ref,
+    )

@@ -1,0 +1,515 @@
+"""Each judgement of a traceback, on a real traceback: the text as the thread shows it, beside the verdict.
+
+Records are made from the text by tests/support/traceback_records.py; the end-to-end tests through the
+parser live in test_tracebacks.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from traceback_records import traceback_from
+
+from crashcart.agent.tracebacks import judge, role_of
+from crashcart.knowledge.taxonomy import FailureClass, Role
+
+ENV, CODE, DATA, CONFIG = (
+    FailureClass.ENVIRONMENT,
+    FailureClass.CODE_BUG,
+    FailureClass.DATA_ERROR,
+    FailureClass.CONFIG_ERROR,
+)
+
+# (source thread, traceback as printed, expected class, expected rule)
+CASES = [
+    # -- environment: modules, builds, versions ------------------------------------------------------------
+    (
+        "facebookresearch/xformers#826",
+        """
+Traceback (most recent call last):
+  File "/opt/venv/lib/python3.10/site-packages/xformers/ops/fmha/triton.py", line 17, in <module>
+    from flash_attn.flash_attn_triton import (
+ModuleNotFoundError: No module named 'flash_attn'
+""",
+        ENV,
+        "traceback.missing_module",
+    ),
+    (
+        "aeye-lab/etra-reading-comprehension#15",  # the repository lacked its own utils package
+        """
+Traceback (most recent call last):
+  File "/local/home/work/izaskr/etra-reading-comprehension/nn/model.py", line 28, in <module>
+    from utils import feature_extraction as feature_extraction
+ModuleNotFoundError: No module named 'utils'
+""",
+        CODE,
+        "traceback.project_module",
+    ),
+    (
+        "huggingface/transformers#4137",  # TensorFlow was not installed
+        """
+Traceback (most recent call last):
+  File "/Users/danielk/ideaProjects/farsi-language-models/src/try_bert_lm.py", line 3, in <module>
+    from transformers import TFBertForMaskedLM
+ImportError: cannot import name 'TFBertForMaskedLM' from 'transformers' (/usr/local/lib/python3.7/site-packages/transformers/__init__.py)
+""",  # noqa: E501
+        ENV,
+        "traceback.import_from_installed",
+    ),
+    (
+        "mst272/LLM-Dojo#35",
+        """
+Traceback (most recent call last):
+  File "/media/data/xgp/repo/LLM-Dojo/rlhf/./train_gkd.py", line 4, in <module>
+    from trl import (
+  File "<frozen importlib._bootstrap>", line 1075, in _handle_fromlist
+  File "/usr/local/lib/python3.10/dist-packages/trl/import_utils.py", line 122, in __getattr__
+    value = getattr(module, name)
+  File "/usr/local/lib/python3.10/dist-packages/trl/import_utils.py", line 121, in __getattr__
+    module = self._get_module(self._class_to_module[name])
+  File "/usr/local/lib/python3.10/dist-packages/trl/import_utils.py", line 133, in _get_module
+    raise RuntimeError(
+RuntimeError: Failed to import trl.trainer.gkd_trainer because of the following error (look up to see its traceback):
+Failed to import transformers.modeling_utils because of the following error (look up to see its traceback):
+/usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE
+""",  # noqa: E501
+        ENV,
+        "traceback.undefined_symbol",
+    ),
+    (
+        "archlinuxcn/repo#4836",  # transformers' dependency_versions_check, printed without its frames
+        """
+ImportError: tokenizers>=0.22.0,<=0.23.0 is required for a normal functioning of this module, but found tokenizers==0.23.1.
+Try: `pip install transformers -U` or `pip install -e '.[dev]'` if you're working with git main
+""",  # noqa: E501
+        ENV,
+        "traceback.version_check",
+    ),
+    # -- TypeError / AttributeError: a library's API, or the user's own bug -----------------------------------
+    (
+        "salesforce/CodeRL#61",  # the repository needs its own transformers fork
+        r"""
+Traceback (most recent call last):
+  File "G:\CodeRL_A3\CodeRL\CodeRL\train.py", line 155, in <module>
+    main(args)
+  File "G:\CodeRL_A3\CodeRL\CodeRL\train.py", line 149, in main
+    run_training(args, train_data)
+  File "G:\CodeRL_A3\CodeRL\CodeRL\train.py", line 35, in run_training
+    model = transformers.T5ForConditionalGeneration.from_pretrained(
+  File "H:\Anaconda\envs\CodeRL_A3\lib\site-packages\transformers\modeling_utils.py", line 1489, in from_pretrained
+    model = cls(config, *model_args, **model_kwargs)
+TypeError: __init__() got an unexpected keyword argument 'tuning_mode'
+""",
+        ENV,
+        "traceback.api_mismatch",
+    ),
+    (
+        "TW-NLP/ChineseErrorCorrector#31",  # transformers renamed evaluation_strategy to eval_strategy
+        """
+Traceback (most recent call last):
+  File "/root/autodl-tmp/ChineseErrorCorrector/ChineseErrorCorrector/llm/../llm/train/run.py", line 102, in <module>
+    main()
+  File "/root/autodl-tmp/ChineseErrorCorrector/ChineseErrorCorrector/llm/../llm/train/run.py", line 98, in main
+    model.train_model(train_data=args.train_file, output_dir=args.output_dir, eval_data=args.dev_file)
+  File "/root/autodl-tmp/ChineseErrorCorrector/ChineseErrorCorrector/llm/train/train_lora.py", line 174, in train_model
+    training_args = TrainingArguments(
+TypeError: TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'
+""",
+        ENV,
+        "traceback.api_mismatch",
+    ),
+    (
+        "zhoubolei/TRN-pytorch#54",  # torch 0.3 had no no_grad
+        """
+Traceback (most recent call last):
+  File "test_video.py", line 136, in <module>
+    with torch.no_grad():
+AttributeError: module 'torch' has no attribute 'no_grad'
+""",
+        ENV,
+        "traceback.api_mismatch",
+    ),
+    (
+        "shuzhenggao/SG-Trans#11",
+        """
+Traceback (most recent call last):
+  File "../../main/train.py", line 821, in <module>
+    set_defaults(args)
+  File "../../main/train.py", line 204, in set_defaults
+    train_it = os.path.join(data_dir, args.train_it[i])
+TypeError: 'NoneType' object is not subscriptable
+""",
+        CODE,
+        "traceback.user_code_bug",
+    ),
+    (
+        "XingliangJin/Fine-Style#1",  # "There is indeed a bug in the training code"
+        """
+File "/home/user/Fine-Style/probe/../networks.py", line 290, in forward
+assert(x.size(0) == y.size(0)) 
+AttributeError: 'int' object has no attribute 'size'
+""",  # noqa: W291
+        CODE,
+        "traceback.user_code_bug",
+    ),
+    (
+        "pytorch/pytorch#152308",  # nn.Module's __getattr__ only dispatches the look-up on the user's class A
+        """
+Traceback (most recent call last):
+  File "test.py", line 12, in <module>
+    print(a.foo)
+  File "xxx/python3.8/site-packages/torch/nn/modules/module.py", line 1729, in __getattr__
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+AttributeError: 'A' object has no attribute 'foo'
+""",
+        CODE,
+        "traceback.user_code_bug",
+    ),
+    # -- data loading ----------------------------------------------------------------------------------------
+    (
+        "pytorch/pytorch#10938",  # a truncated PNG: a struct error deep in PIL's decoder
+        """
+  File "/home/cui/anaconda3/lib/python3.6/site-packages/PIL/ImageFile.py", line 212, in load
+    s = read(self.decodermaxblock)
+  File "/home/cui/anaconda3/lib/python3.6/site-packages/PIL/PngImagePlugin.py", line 592, in load_read
+    cid, pos, length = self.png.read()
+  File "/home/cui/anaconda3/lib/python3.6/site-packages/PIL/PngImagePlugin.py", line 113, in read
+    length = i32(s)
+  File "/home/cui/anaconda3/lib/python3.6/site-packages/PIL/_binary.py", line 76, in i32be
+    return unpack(">I", c[o:o+4])[0]
+struct.error: unpack requires a buffer of 4 bytes
+""",
+        DATA,
+        "traceback.data_loading",
+    ),
+    (
+        "zai-org/ChatGLM-6B#1196",  # the user's train.json was not valid JSON
+        r"""
+Traceback (most recent call last):
+  File "D:\Anaconda3\envs\chatglm6b\lib\site-packages\datasets\packaged_modules\json\json.py", line 134, in _generate_tables
+    dataset = json.load(f)
+  File "D:\Anaconda3\envs\chatglm6b\lib\json\__init__.py", line 296, in load
+    parse_constant=parse_constant, object_pairs_hook=object_pairs_hook, **kw)
+  File "D:\Anaconda3\envs\chatglm6b\lib\json\__init__.py", line 348, in loads
+    return _default_decoder.decode(s)
+  File "D:\Anaconda3\envs\chatglm6b\lib\json\decoder.py", line 340, in decode
+    raise JSONDecodeError("Extra data", s, end)
+json.decoder.JSONDecodeError: Extra data: line 2 column 1 (char 259)
+""",  # noqa: E501
+        DATA,
+        "traceback.data_loading",
+    ),
+    (
+        "Suanmd/TR-MISR#3",  # the user's collate function stacks tensors of different shapes
+        r"""
+RuntimeError: Caught RuntimeError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "C:\Users\user\anaconda3\envs\endo\lib\site-packages\torch\utils\data\_utils\worker.py", line 302, in _worker_loop
+    data = fetcher.fetch(index)
+  File "C:\Users\user\anaconda3\envs\endo\lib\site-packages\torch\utils\data\_utils\fetch.py", line 52, in fetch
+    return self.collate_fn(data)
+  File "C:\Users\user\Desktop\TR-MISR-master\src\utils.py", line 65, in __call__
+    return self.collateFunction(batch)
+  File "C:\Users\user\Desktop\TR-MISR-master\src\utils.py", line 118, in collateFunction
+    padded_lr_batch = torch.stack(lr_batch, dim=0)
+RuntimeError: stack expects each tensor to be equal size, but got [24, 32, 64] at entry 0 and [24, 64, 32] at entry 1
+""",  # noqa: E501
+        CODE,
+        "traceback.collate_bug",
+    ),
+    # -- configuration ---------------------------------------------------------------------------------------
+    (
+        "maszhongming/MatchSum#11",  # "the batch_size should be a multiple of the number of GPUs"
+        """
+Traceback (most recent call last):
+  File "train_matching.py", line 150, in <module>
+    train_model(args)
+  File "train_matching.py", line 70, in train_model
+    assert args.batch_size % len(devices) == 0
+AssertionError
+""",
+        CONFIG,
+        "traceback.config_assertion",
+    ),
+    (
+        "fenglinglwb/MAT#38",  # an assert of the model's own code
+        r"""
+ File "C:\Users\seoer\Downloads\MAT-main\torch_utils\ops\conv2d_resample.py", line 89, in conv2d_resample
+    assert isinstance(groups, int) and (groups >= 1)
+AssertionError
+""",
+        CODE,
+        "traceback.assertion",
+    ),
+    (
+        "eole-nlp/eole#254",
+        """
+Traceback (most recent call last):
+  File "/usr/local/bin/eole", line 8, in <module>
+    sys.exit(main())
+  File "/eole/eole/bin/main.py", line 34, in main
+    bin_cls.run(args)
+  File "/eole/eole/bin/run/train.py", line 70, in run
+    train(config)
+  File "/eole/eole/bin/run/train.py", line 57, in train
+    train_process(config, device_id=0)
+  File "/eole/eole/train_single.py", line 135, in main
+    checkpoint, vocabs, transforms, config = _init_train(config)
+  File "/eole/eole/train_single.py", line 58, in _init_train
+    checkpoint = load_checkpoint(config.training.train_from)
+  File "/eole/eole/models/model_saver.py", line 55, in load_checkpoint
+    _config = TrainConfig(**config_dict)
+  File "/usr/local/lib/python3.10/dist-packages/pydantic/main.py", line 214, in __init__
+    validated_self = self.__pydantic_validator__.validate_python(data, self_instance=self)
+pydantic_core._pydantic_core.ValidationError: 32 validation errors for TrainConfig
+src_vocab
+  Field required [type=missing, input_value={'_sliding_window_pattern...ze': 262144, 'data': {}}, input_type=dict]
+""",
+        CONFIG,
+        "traceback.config_validator",
+    ),
+    (
+        "Sachini/niloc#10",  # "setup the paths as in 3 of instructions"
+        """
+  File "/home/omer/anaconda3/envs/niloc_test/lib/python3.8/site-packages/omegaconf/_utils.py", line 610, in _raise
+    raise ex  # set end OC_CAUSE=1 for full backtrace
+omegaconf.errors.ConfigAttributeError: Key 'io' is not in struct
+        full_key: io
+        reference_type=Optional[Dict[Union[str, Enum], Any]]
+        object_type=dict
+""",
+        CONFIG,
+        "traceback.config_validator",
+    ),
+    (
+        "tiiuae/onebitllms#10",
+        """
+Traceback (most recent call last):
+  File "/content/onebitllms/examples/sft.py", line 130, in <module>
+    script_args, training_args, model_args = parser.parse_args_and_config()
+                                             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/local/lib/python3.12/dist-packages/trl/scripts/utils.py", line 335, in parse_args_and_config
+    output = self.parse_args_into_dataclasses(args=args, return_remaining_strings=return_remaining_strings)
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/local/lib/python3.12/dist-packages/trl/scripts/_hf_argparser.py", line 380, in parse_args_into_dataclasses
+    raise ValueError(f"Some specified arguments are not used by the HfArgumentParser: {remaining_args}")
+ValueError: Some specified arguments are not used by the HfArgumentParser: ['--torch_dtype', 'bfloat16']
+""",
+        CONFIG,
+        "traceback.config_validator",
+    ),
+    (
+        "RunxinXu/TSAR#13",  # TrainingArguments' own __post_init__ check
+        """
+Traceback (most recent call last):
+  File "/data/hmzhong/TSAR/code/run.py", line 747, in <module>
+    main()
+  File "/data/hmzhong/TSAR/code/run.py", line 165, in main
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses()
+  File "/home/hmzhong/anaconda3/envs/xs/lib/python3.9/site-packages/transformers/hf_argparser.py", line 332, in parse_args_into_dataclasses
+    obj = dtype(**inputs)
+  File "<string>", line 110, in __init__
+  File "/home/hmzhong/anaconda3/envs/xs/lib/python3.9/site-packages/transformers/training_args.py", line 1180, in __post_init__
+    raise ValueError(
+ValueError: --load_best_model_at_end requires the save and eval strategy to match, but found
+- Evaluation strategy: epoch
+- Save strategy: steps
+""",  # noqa: E501
+        CONFIG,
+        "traceback.config_validator",
+    ),
+    (
+        "huggingface/trl#3872",  # the output directory is not writable in the container
+        """
+Traceback (most recent call last):
+  File "/app/quickstart.py", line 8, in <module>
+    trainer = SFTTrainer(
+              ^^^^^^^^^^^
+  File "/app/trl/trainer/sft_trainer.py", line 544, in __init__
+    super().__init__(
+  File "/usr/local/lib/python3.12/site-packages/transformers/utils/deprecation.py", line 172, in wrapped_func
+    return func(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/local/lib/python3.12/site-packages/transformers/trainer.py", line 701, in __init__
+    os.makedirs(self.args.output_dir, exist_ok=True)
+  File "<frozen os>", line 225, in makedirs
+PermissionError: [Errno 13] Permission denied: 'Qwen3-0.6B-SFT'
+""",
+        CONFIG,
+        "traceback.permission_denied",
+    ),
+    # -- storage, memory, devices ----------------------------------------------------------------------------
+    (
+        "YuanGongND/ast#30",
+        """
+Traceback (most recent call last):
+  File "/home/ubuntu/ast_conv/venvast/lib/python3.7/site-packages/torch/serialization.py", line 379, in save
+    _save(obj, opened_zipfile, pickle_module, pickle_protocol)
+  File "/home/ubuntu/ast_conv/venvast/lib/python3.7/site-packages/torch/serialization.py", line 499, in _save
+    zip_file.write_record(name, storage.data_ptr(), num_bytes)
+OSError: [Errno 28] No space left on device
+""",
+        FailureClass.STORAGE,
+        "traceback.errno_enospc",
+    ),
+    (
+        "pytorch/pytorch#10577",  # "The server's disc was saturated"
+        """
+Traceback (most recent call last):
+  File "train.py", line 250, in <module>
+    torch.save(best_model.state_dict(), join(OUTD, "best_model.pt"))
+  File "/home/usern290/Venvs/pytorch.1.0.1/lib/python3.7/site-packages/torch/serialization.py", line 218, in save
+    return _with_file_like(f, "wb", lambda f: _save(obj, f, pickle_module, pickle_protocol))
+  File "/home/user290/Venvs/pytorch.1.0.1/lib/python3.7/site-packages/torch/serialization.py", line 143, in _with_file_like
+    return body(f)
+  File "/home/user290/Venvs/pytorch.1.0.1/lib/python3.7/site-packages/torch/serialization.py", line 218, in <lambda>
+    return _with_file_like(f, "wb", lambda f: _save(obj, f, pickle_module, pickle_protocol))
+  File "/home/user290/Venvs/pytorch.1.0.1/lib/python3.7/site-packages/torch/serialization.py", line 297, in _save
+    serialized_storages[key]._write_file(f, _should_read_directly(f))
+RuntimeError: write(): fd 29 failed with Input/output error
+""",  # noqa: E501
+        FailureClass.STORAGE,
+        "traceback.errno_eio",
+    ),
+    (
+        "Zheng222/IDN-tensorflow#5",
+        r"""
+Traceback (most recent call last):
+  File "train_SR.py", line 46, in <module>
+    np.save(train_hr_npy, train_hr_imgs)
+  File "D:\anaconda\envs\lhxten\lib\site-packages\numpy\lib\npyio.py", line 536, in save
+    pickle_kwargs=pickle_kwargs)
+  File "D:\anaconda\envs\lhxten\lib\site-packages\numpy\lib\format.py", line 633, in write_array
+    pickle.dump(array, fp, protocol=2, **pickle_kwargs)
+MemoryError
+""",
+        FailureClass.HOST_OOM,
+        "traceback.host_oom",
+    ),
+    (
+        "FoundationVision/GenerateU#10",
+        """
+File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/linear.py", line 114, in forward
+    return F.linear(input, self.weight, self.bias)
+torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB. GPU 0 has a total capacty of 14.75 GiB of which 235.06 MiB is free. Process 20398 has 14.52 GiB memory in use. Of the allocated memory 14.06 GiB is allocated by PyTorch, and 330.42 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF
+""",  # noqa: E501
+        FailureClass.GPU_OOM,
+        "traceback.gpu_oom",
+    ),
+    (
+        "Tianxinhuang/ComPC#5",
+        """
+  File "/home/xxx/ComPC/complete.py", line 532, in train_step
+    loss.backward()
+  File "/home/xxx/miniconda3/envs/compc/lib/python3.10/site-packages/torch/_tensor.py", line 396, in backward
+    torch.autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+  File "/home/xxx/miniconda3/envs/compc/lib/python3.10/site-packages/torch/autograd/__init__.py", line 173, in backward
+    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
+RuntimeError: CUDA error: an illegal memory access was encountered
+""",
+        FailureClass.CUDA_ERROR,
+        "traceback.cuda_error",
+    ),
+    # -- launchers and what nothing explains -------------------------------------------------------------------
+    (
+        "GanjinZero/RRHF#35",  # the terminal that started torch.distributed.launch went away (SIGHUP)
+        """
+torch.distributed.elastic.multiprocessing.api.SignalException: Process 2920830 got signal: 1
+""",
+        FailureClass.CANCELLED,
+        "traceback.signal",
+    ),
+    (
+        "FactoDeepLearning/DAN#4",  # no font in the Fonts folder: torch.randint over an empty range
+        """
+Traceback (most recent call last):
+  File "main_syn_line.py", line 181, in <module>
+    main()
+  File "main_syn_line.py", line 177, in main
+    train_and_test(0, params)
+  File "main_syn_line.py", line 65, in train_and_test
+    model.generate_syn_line_dataset("READ_2016_syn_line")  # ["RIMES_syn_line", "READ_2016_syn_line"]
+  File "/home/jordy/code/review/DAN/OCR/ocr_manager.py", line 89, in generate_syn_line_dataset
+    img = dataset.generate_typed_text_line_image(sample["label"])
+  File "/home/jordy/code/review/DAN/OCR/ocr_dataset_manager.py", line 859, in generate_typed_text_line_image
+    return generate_typed_text_line_image(text, self.params["config"]["synthetic_data"]["config"])
+  File "/home/jordy/code/review/DAN/OCR/ocr_dataset_manager.py", line 985, in generate_typed_text_line_image
+    font_path = config["valid_fonts"][randint(0, len(config["valid_fonts"]))]
+  File "/home/jordy/code/review/DAN/basic/utils.py", line 46, in randint
+    return int(torch.randint(low, high, (1, )))
+RuntimeError: random_ expects 'from' to be less than 'to', but got from=0 >= to=0
+""",
+        CODE,
+        "traceback.bare_runtime_error",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "text", "cls", "rule"), CASES, ids=[c[0] for c in CASES])
+def test_a_real_traceback_gets_its_class(source: str, text: str, cls: FailureClass, rule: str) -> None:
+    verdict = judge(traceback_from(text))
+    assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
+
+
+def test_confident_verdicts_outrank_the_generic_exception_rules_but_no_specific_signature() -> None:
+    priorities = {judge(traceback_from(text)).priority for _, text, _, rule in CASES if "bare" not in rule}
+    assert min(priorities) >= 46 and max(priorities) <= 49
+
+
+def test_the_phrase_says_where_it_was_raised_and_who_called() -> None:
+    # salesforce/CodeRL#61: the library frame raised it, train.py called
+    verdict = judge(traceback_from(CASES[5][1]))
+    assert verdict.reason == "API/version mismatch: TypeError raised in transformers, called from train.py"
+    assert verdict.ref.text == "TypeError: __init__() got an unexpected keyword argument 'tuning_mode'"
+
+
+def test_a_bare_runtime_error_is_a_weak_symptom() -> None:
+    verdict = judge(traceback_from(CASES[-1][1]))  # FactoDeepLearning/DAN#4
+    assert role_of(verdict) is Role.SYMPTOM and 20 <= verdict.priority <= 30
+
+
+def test_the_collective_backend_failing_is_only_a_symptom_of_a_timeout() -> None:
+    # vllm-project/vllm#10453: every rank prints it; the cause is elsewhere (here an NCCL internal error)
+    text = """
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/vllm-workspace/test.py", line 8, in <module>
+[rank1]:     dist.all_reduce(data, op=dist.ReduceOp.SUM)
+[rank1]:   File "/usr/local/lib/python3.12/dist-packages/torch/distributed/c10d_logger.py", line 83, in wrapper
+[rank1]:     return func(*args, **kwargs)
+[rank1]:            ^^^^^^^^^^^^^^^^^^^^^
+[rank1]:   File "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py", line 2501, in all_reduce
+[rank1]:     work = group.allreduce([tensor], opts)
+[rank1]:            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5
+[rank1]: ncclInternalError: Internal check failed.
+[rank1]: Last error:
+"""  # noqa: E501
+    verdict = judge(traceback_from(text))
+    assert (verdict.failure_class, role_of(verdict)) == (FailureClass.COLLECTIVE_TIMEOUT, Role.SYMPTOM)
+    assert verdict.ref.rank == 1
+
+
+def test_a_launcher_summary_names_the_signal_as_a_symptom() -> None:
+    # lzhxmu/CPPO#6: torchrun's summary of a child killed by SIGKILL (the host OOM killer's signal)
+    text = """
+  File "/home/tiger/.pyenv/versions/3.11.2/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 269, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+src/open_r1/grpo_gsm.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-05-21_15:43:03
+  host      : mlxlab115rp2n7682d40d9-20250521025625-6dyyd3-8nir8b-worker
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 14750)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 14750
+============================================================
+"""  # noqa: E501, W291
+    verdict = judge(traceback_from(text, kind="child_failed"))
+    assert (verdict.failure_class, verdict.rule_id) == (FailureClass.HOST_OOM, "traceback.launcher_summary")
+    assert role_of(verdict) is Role.SYMPTOM and verdict.priority <= 30
