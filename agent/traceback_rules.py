@@ -156,7 +156,7 @@ def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
 
 
 _SHARED_OBJECT = re.compile(
-    r"undefined symbol|cannot open shared object file|DLL load failed|Symbol not found|image not found"
+    r"undefined symbol|cannot open shared object file|DLL load failed|Symbol not found|Library not loaded"
 )
 # A version pin in the message of an import or of a version-checking frame ("tokenizers>=0.22.0,<=0.23.0").
 _VERSION_PIN = re.compile(r"(?:>=|<=|==|~=|!=)\s*\d+(?:\.\d+)+")

@@ -22,7 +22,7 @@ from crashcart.parsers.models import FileScan, Traceback
 MAX_EVENTS = 50  # a job of 1,000 ranks printing one traceback each stays a small event list
 
 # Verdicts that follow from a failure elsewhere: they name the class only when nothing better is seen.
-SYMPTOM_REASONS = frozenset({"bare_runtime_error", "launcher_summary", "dist_backend", "sigterm"})
+SYMPTOM_REASONS = frozenset({"bare_runtime_error", "launcher_summary", "dist_backend", "sigterm", "no_exception_line"})
 
 
 class TracebackVerdict(Strict):

@@ -8,7 +8,7 @@ from traceback_records import traceback_from
 
 from crashcart.agent.diagnose import diagnose
 from crashcart.agent.events import FailureEvent
-from crashcart.agent.tracebacks import MAX_EVENTS, judge, traceback_events
+from crashcart.agent.tracebacks import MAX_EVENTS, judge, role_of, traceback_events
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role
 from crashcart.parsers.models import FileScan, TemplateStat, Traceback
@@ -110,7 +110,7 @@ def test_a_traceback_without_its_exception_line_is_still_judged() -> None:
     tb = traceback_from('Traceback (most recent call last):\n  File "test_video.py", line 136, in <module>')
     verdict = judge(tb)
     assert verdict.failure_class is FailureClass.CODE_BUG and verdict.priority <= 30
-    assert verdict.ref == tb.start
+    assert role_of(verdict) is Role.SYMPTOM and verdict.ref == tb.start
 
 
 def test_an_event_carries_the_verdict_and_its_exception_line() -> None:
