@@ -30,7 +30,8 @@ PROGRESS_PATTERN = (
 )
 
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?)"
-_ITERATION = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b['\"]?\s{0,8}[:=]?\s{0,8}(\d+)")
+# Slurm's "STEP 6053.0" / "StepId=6053.0" names a job step, not a training step: a dotted number is not one.
+_ITERATION = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b['\"]?\s{0,8}[:=]?\s{0,8}(\d+)(?![\d.]*\d)")
 _LOSS = re.compile(r"(?i)\b(?:lm[ _]|train[ _]|training[ _])?loss\b(?![ _]scale)['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
 _GRAD_NORM = re.compile(r"(?i)\bgrad(?:ient)?[ _]norm\b['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
 _SCALE = re.compile(

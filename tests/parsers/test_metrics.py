@@ -93,3 +93,10 @@ def test_the_trail_keeps_the_last_lines_of_each_rank_with_their_numbers() -> Non
         100 + MAX_POINTS + 13,
     ]
     assert points[0].line == 100 + 11  # the first 10 of rank 0 fell out
+
+
+def test_a_slurm_job_step_is_not_a_training_step() -> None:
+    # slurmstepd's cancel line (IGNF/myria3d#123)
+    line = "slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***"
+    point = read_point(ref(line))
+    assert point is None or point.iteration is None
