@@ -1,8 +1,10 @@
 """Who printed a log line: node and rank, read off the file's name or the line's own prefixes.
 
-A multi-node job leaves many files, or one file where launchers (torchrun, srun, mpirun, pdsh)
+A multi-node job leaves many files, or one file where launchers (torchrun, srun, mpirun, pdsh, Ray)
 interleave ranks; a diagnosis needs to know which rank on which node failed first. Every guess here
 is conservative: a wrong node or rank sends the user to the wrong machine, a missing one does not.
+A per-node index is never a global rank: torchrun's `[defaultN]:` is the local rank and NCCL's `[N]`
+after `host:pid:tid` the local CUDA device, so on node07 of a 16-node job `[default0]` is rank 56.
 """
 
 from __future__ import annotations
@@ -14,27 +16,30 @@ from crashcart.parsers.numbers import small_int
 
 
 class Attribution(NamedTuple):
-    """Node and global rank of a file or line; None where it cannot be read off (a tuple: hot path)."""
+    """Node, global rank and local rank of a file or line; None where it cannot be read off (a tuple: hot path)."""
 
     node: str | None = None
-    rank: int | None = None
+    rank: int | None = None  # global: torchrun `[rankN]:`, mpirun/horovod tags, srun task ids, `[Rank N]`
+    local: int | None = None  # a per-node index (torchrun `[defaultN]:`): a global rank only on one node
 
 
 NONE = Attribution()
 
 # ---------------------------------------------------------------------------------------------------
 # Fast path: one precompiled bytes regex, matched at position 0, for every line of multi-GB logs.
-# Alternatives, in order: torchrun global `[rankN]:` (maybe behind the local `[defaultN]:`), the
-# local `[defaultN]:` alone, OpenMPI --tag-output `[job,rank]<stdout>:`, srun --label `N: `
-# (srun pads the task id to the width of the largest one). Exactly one group matches: `lastindex`.
+# Alternatives, in order: torchrun's global `[rankN]:` (maybe behind the local `[defaultN]:`, both maybe
+# behind an srun label), the local `[defaultN]:` alone, OpenMPI --tag-output `[job,rank]<stdout>:` and
+# horovodrun's `[rank]<stdout>:` (gloo_run.py prefixes the global rank), srun --label `N: ` (padded to the
+# width of the largest task id). Exactly one group matches: `lastindex`. Group 2 is a local rank.
 _PREFIX_BODY = (
-    rb"(?:(?:\[default\d{1,6}\]:)?\[rank(\d{1,7})\]:"
-    rb"|\[default(\d{1,6})\]:"
-    rb"|\[\d{1,7},(\d{1,7})\]<std(?:out|err)>:"
+    rb"(?:(?: {0,4}\d{1,6}: )?(?:\[default\d{1,6}\]:)?\[rank(\d{1,7})\]:"
+    rb"|(?: {0,4}\d{1,6}: )?\[default(\d{1,6})\]:"
+    rb"|\[(?:\d{1,7},)?(\d{1,7})\]<std(?:out|err)>:"
     rb"| {0,4}(\d{1,6}): )"
 )
 # A first-byte test up front: most unprefixed lines fail there (measured ~100 -> ~70 ns).
 RANK_PREFIX: re.Pattern[bytes] = re.compile(rb"(?=[\[ 0-9])" + _PREFIX_BODY)
+_LOCAL_GROUP = 2
 _SRUN_LABEL_GROUP = 4
 # The same prefixes for a whole block at once: over b"\n" + block, with an optional body, `findall` gives
 # exactly one group tuple per line (all empty when the line has no prefix), at C speed. Anchoring on a
@@ -48,9 +53,9 @@ def block_prefixes(block: bytes) -> list[tuple[bytes, ...]]:
 
 
 def rank_of_groups(groups: tuple[bytes, ...]) -> int | None:
-    """The rank that one BLOCK_PREFIXES match names (the global rank first, as in rank_prefix)."""
-    for value in groups:
-        if value:
+    """The global rank that one BLOCK_PREFIXES match names, as in rank_prefix; a local rank alone is none."""
+    for i, value in enumerate(groups, 1):
+        if value and i != _LOCAL_GROUP:
             return int(value)
     return None
 
@@ -59,9 +64,9 @@ _match = RANK_PREFIX.match  # bound once: saves an attribute lookup per line
 
 
 def rank_prefix(line: bytes) -> int | None:
-    """The rank in the line's leading launcher prefix, or None (one `.match`, nothing else)."""
+    """The global rank in the line's leading launcher prefix, or None (one `.match`, nothing else)."""
     m = _match(line)
-    if m is None:
+    if m is None or m.lastindex == _LOCAL_GROUP:
         return None
     return int(m[m.lastindex])  # type: ignore[index]
 
@@ -82,106 +87,35 @@ def has_rank_prefixes(sample: list[bytes]) -> bool:
     return labels >= 2
 
 
+def _words(text: str) -> frozenset[str]:
+    """A word list written as text: one line of words reads better than a column of quoted ones."""
+    return frozenset(text.split())
+
+
 # ---------------------------------------------------------------------------------------------------
 # Host names. A token is taken for a host only where its place on the line says so (NCCL, syslog,
-# Slurm), or, for bare `host: ` prefixes (pdsh, DeepSpeed's multi-node runner), where it looks like
+# Slurm, Ray), or, for bare `host: ` prefixes (pdsh, DeepSpeed's multi-node runner), where it looks like
 # one: an IPv4 address, or a name whose short part ends in a digit and does not start with a word
 # that commonly ends config keys and metrics (`fp16: True`, `top1: 0.93`, `step100: ...`).
+
+
 _IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 _PDSH_HOST = re.compile(r"[A-Za-z][A-Za-z0-9-]*\d(?:\.[A-Za-z0-9-]+)*")
-_NOT_HOST_STEMS = frozenset(
-    [
-        "fp",
-        "bf",
-        "int",
-        "uint",
-        "float",
-        "bfloat",
-        "double",
-        "half",
-        "top",
-        "acc",
-        "beta",
-        "alpha",
-        "epoch",
-        "ep",
-        "step",
-        "steps",
-        "iter",
-        "iteration",
-        "it",
-        "loss",
-        "layer",
-        "layers",
-        "block",
-        "cuda",
-        "sm",
-        "rank",
-        "local",
-        "device",
-        "dev",
-        "cpu",
-        "py",
-        "python",
-        "version",
-        "lr",
-        "sample",
-        "batch",
-        "seed",
-        "test",
-        "val",
-        "train",
-        "eval",
-        "stage",
-        "phase",
-        "part",
-        "shard",
-        "chunk",
-        "fold",
-        "trial",
-        "run",
-        "exp",
-        "job",
-        "task",
-        "tasks",
-        "proc",
-        "process",
-        "thread",
-        "line",
-        "col",
-        "row",
-        "item",
-        "index",
-        "idx",
-        "id",
-        "num",
-        "torch",
-        "nccl",
-        "cudnn",
-        "cublas",
-    ]
+_NOT_HOST_STEMS = _words(
+    "fp bf int uint float bfloat double half top acc beta alpha epoch ep step steps iter iteration it loss"
+    " layer layers block cuda sm rank local device dev cpu py python version lr sample batch seed test val"
+    " train eval stage phase part shard chunk fold trial run exp job task tasks proc process thread line col"
+    " row item index idx id num torch nccl cudnn cublas"
 )
-_LEVELS = frozenset(
-    [
-        "TRACE",
-        "DEBUG",
-        "INFO",
-        "NOTICE",
-        "WARN",
-        "WARNING",
-        "ERROR",
-        "ERR",
-        "CRITICAL",
-        "FATAL",
-        "ALERT",
-        "EMERG",
-    ]
-)
+_LEVELS = _words("TRACE DEBUG INFO NOTICE WARN WARNING ERROR ERR CRITICAL FATAL ALERT EMERG")
+# Names that say "this machine" wherever they are printed: they tell one node of a job from no other.
+_SELF_NAMES = frozenset(["localhost", "LOCALHOST", "localhost.localdomain", "127.0.0.1", "0.0.0.0"])
 
 
-def _looks_like_pdsh_host(name: str) -> bool:
+def looks_like_host(name: str) -> bool:
+    """Whether a bare token is a host name or IPv4 address, not a config key, metric or word."""
     if _IPV4.fullmatch(name):
-        return True
+        return name not in _SELF_NAMES
     if not _PDSH_HOST.fullmatch(name):
         return False
     short = name.split(".", 1)[0]
@@ -193,22 +127,30 @@ def _looks_like_pdsh_host(name: str) -> bool:
     return word != "gpu" or len(short) - len(short.rstrip("0123456789")) >= 3
 
 
-def _plausible_host(name: str) -> bool:
-    """A host in a position that says `host` (NCCL, syslog): not a number, time or log level."""
-    return (_IPV4.fullmatch(name) is not None or not name.replace(".", "").isdigit()) and (name.upper() not in _LEVELS)
+def plausible_host(name: str) -> bool:
+    """A host in a position that says `host` (NCCL, syslog): not a number, time, log level or `localhost`."""
+    if name in _SELF_NAMES or name.upper() in _LEVELS:
+        return False
+    return not name[0].isdigit() or _IPV4.fullmatch(name) is not None or not name.replace(".", "").isdigit()
 
 
 # ---------------------------------------------------------------------------------------------------
 # Launcher prefixes as text: peeled off one at a time from the start of a line.
 _LEAD = re.compile(
     r"\[(rank|default)(\d{1,7})\]: ?"
-    r"|\[\d{1,7},(\d{1,7})\]<std(?:out|err)>: ?"
+    r"|\[(?:\d{1,7},)?(\d{1,7})\]<std(?:out|err)>: ?"
     r"| {0,4}(\d{1,6}): "
     r"|([A-Za-z0-9][A-Za-z0-9.-]{0,62}): "
 )
-_ANYWHERE = re.compile(r"\[rank(\d{1,7})\]:|\[\d{1,7},(\d{1,7})\]<std(?:out|err)>:")
+_ANYWHERE = re.compile(r"\[rank(\d{1,7})\]:|\[(?:\d{1,7},)?(\d{1,7})\]<std(?:out|err)>:")
 _MSG_RANK = re.compile(r"\[(?:[^\[\]]{0,60}?\s)?Rank (\d{1,7})\]|\[rank: ?(\d{1,7})\]")
-_NCCL = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):\d+:\d+ \[\d+\] ")
+# NCCL's own prefix, `host:pid:tid [cudaDev] ` (src/debug.cc): the host is the printer, [N] its local GPU.
+_NCCL_HOST = r"([A-Za-z0-9][\w.-]{0,62}):\d+:\d+ \[\d+\] "
+_NCCL = re.compile(_NCCL_HOST)
+# MPICH/Intel MPI -prepend-rank puts the global rank in brackets before it: `[2] node0:13572:13572 [1] NCCL`.
+_MPI_RANK_NCCL = re.compile(r"\[(\d{1,7})\] " + _NCCL_HOST)
+# Ray's worker prefix, `(RayTrainWorker pid=162057, ip=192.168.0.70) `, maybe nested; no ip on the head node.
+_RAY = re.compile(r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=([\d.]+))?\) ")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _SYSLOG_TAG = r" [A-Za-z][\w./()-]*(?:\[\d+\])?: "
 _SYSLOG = re.compile(_MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)? ([A-Za-z0-9][\w.-]*)" + _SYSLOG_TAG)
@@ -238,7 +180,7 @@ def _peel(text: str) -> tuple[int, str | None, int | None, int | None, int | Non
             rank = int(m.group(3))
         elif m.group(4) is not None:
             label = int(m.group(4))
-        elif node is None and pos == 0 and _looks_like_pdsh_host(host):
+        elif node is None and pos == 0 and looks_like_host(host):
             node = host
         else:
             break
@@ -251,20 +193,34 @@ def strip_prefixes(text: str) -> str:
     return text[_peel(text)[0] :]
 
 
-def _node_in_body(body: str) -> tuple[str | None, int | None]:
-    """Node (and, for srun's task reports, rank) from where the message's format puts a host."""
-    first = body[:1]
-    if first.isdigit() and "T" in body[:11]:
-        m = _ISO_SYSLOG.match(body)
-        if m and _plausible_host(m.group(1)):
+def _behind_ray(body: str) -> tuple[str | None, int | None]:
+    """Past Ray's `(Name pid=N, ip=X) ` prefixes: the innermost worker's ip names every line it prints."""
+    pos, ip = 0, None
+    while (m := _RAY.match(body, pos)) is not None:
+        pos, ip = m.end(), m.group(1) or ip
+    node, rank = _node_in_body(body[pos:], reports=False) if pos else (None, None)
+    return ip or node, rank
+
+
+def _nccl_further_in(body: str) -> tuple[str | None, int | None]:
+    """NCCL's prefix behind an MPI rank (`[2] node0:1:2 [1] `), a timestamp or a level tag.
+
+    Found from its end, not by a regex search along the line: `NCCL `, the ` [dev]` before it, and the
+    `host:pid:tid` token before that (str.find and one anchored match: ~0.2 us where a search took 2).
+    """
+    m = _MPI_RANK_NCCL.match(body) if body[:1] == "[" else None
+    if m:
+        return (m.group(2), int(m.group(1))) if plausible_host(m.group(2)) else (None, None)
+    at = body.find("NCCL ", 0, 240)
+    dev = body.rfind(" [", 0, at) if at > 0 else -1
+    if dev > 0:
+        m = _NCCL.match(body, body.rfind(" ", 0, dev) + 1)
+        if m and plausible_host(m.group(1)):
             return m.group(1), None
-    if first.isupper():
-        m = _SYSLOG.match(body)
-        if m and _plausible_host(m.group(1)):
-            return m.group(1), None
-    m = _NCCL.match(body)
-    if m and _plausible_host(m.group(1)):
-        return m.group(1), None
+    return None, None
+
+
+def _slurm_host(body: str) -> tuple[str | None, int | None]:
     at = body.find("srun: ")
     if at >= 0:
         m = _SRUN.match(body, at)
@@ -278,47 +234,63 @@ def _node_in_body(body: str) -> tuple[str | None, int | None]:
     return None, None
 
 
+def _node_in_body(body: str, reports: bool = True) -> tuple[str | None, int | None]:
+    """The printing host from Ray's, syslog's or NCCL's prefix (and a rank where the format gives one), else,
+    with `reports`, the host a Slurm report names (srun's task reports give the task id too)."""
+    first = body[:1]
+    if first == "(":
+        return _behind_ray(body)
+    m = None
+    if first.isdigit() and "T" in body[:11]:
+        m = _ISO_SYSLOG.match(body)
+    elif first.isupper():
+        m = _SYSLOG.match(body)
+    if m is None:
+        m = _NCCL.match(body)
+    if m is not None:
+        return (m.group(1), None) if plausible_host(m.group(1)) else (None, None)
+    if (first == "[" and body[1:2].isdigit()) or body.find("NCCL ", 0, 240) > 0:
+        host, rank = _nccl_further_in(body)
+        if host:
+            return host, rank
+    if reports and ("srun: " in body or "***" in body):
+        return _slurm_host(body)
+    return None, None
+
+
+def printer_node(text: str) -> str | None:
+    """The host that printed the line, read off its prefixes only, never a host its message reports on."""
+    pos, node, *_ = _peel(text)
+    return node or _node_in_body(text[pos:], reports=False)[0]
+
+
 def attribute_line(text: str) -> Attribution:
-    """Node and global rank as far as the line itself says (used on hits, not on every line)."""
+    """Node, global and local rank as far as the line itself says (used on hits, not on every line)."""
     pos, node, rank, label, local = _peel(text)
     if rank is None:
         m = _ANYWHERE.search(text, pos, pos + 400)  # behind a timestamp or a \r-less progress bar
         if m:
             rank = int(m.group(1) or m.group(2))
-    body_node, task = _node_in_body(text[pos:])
+    body_node, body_rank = _node_in_body(text[pos:])
     node = node or body_node
     if rank is None:
-        rank = task
+        rank = body_rank
     if rank is None:
         m = _MSG_RANK.search(text, pos)
         if m:
             rank = int(m.group(1) or m.group(2))
-    if rank is None and not (label is not None and local is not None):
+    if rank is None and local is None:
         # `3: [default5]:` is torchrun under srun, one task per node: 3 is the node's index, 5 a local rank,
-        # neither a global rank. A bare label (one srun task per GPU) or a bare local rank is the best there is.
-        rank = label if label is not None else local
-    return Attribution(node, rank) if node is not None or rank is not None else NONE
+        # neither a global rank. A bare label (one srun task per GPU) is srun's global task id.
+        rank = label
+    if node is None and rank is None and local is None:
+        return NONE
+    return Attribution(node, rank, local)
 
 
 # ---------------------------------------------------------------------------------------------------
 # File names: `node17.out`, `gpu-node-003/stdout.log`, `rank_3.out`, `slurm-1234-3.out`, ...
-_EXTS = frozenset(
-    [
-        "log",
-        "out",
-        "err",
-        "txt",
-        "gz",
-        "zst",
-        "bz2",
-        "xz",
-        "lz4",
-        "stdout",
-        "stderr",
-        "json",
-        "jsonl",
-    ]
-)
+_EXTS = _words("log out err txt gz zst bz2 xz lz4 stdout stderr json jsonl")
 _SLURM_FILE = re.compile(r"slurm-\d+(?:[-_.](\d+))?", re.I)
 _RANK_NAME = re.compile(r"(?<![a-z])(local[-_]?)?rank[-_]?(\d{1,7})(?!\d)", re.I)
 _NODE_WORDS = r"(?:node|host|compute|dgx|hgx|worker|server|machine|ip|cn|nid|gpu)"
@@ -327,36 +299,9 @@ _POD_NAME = re.compile(r"[a-z0-9][a-z0-9-]*-(?:worker|master|launcher)-\d+", re.
 _RACK_NODE = re.compile(r"[a-z]{1,3}\d{1,4}[a-z]{1,3}\d{1,4}", re.I)  # rack/chassis/node names: r34n00, c12n3
 _DASHED = re.compile(r"([a-z][a-z0-9]*)(?:-[a-z0-9]+)+-\d{2,}", re.I)
 _MIXED = re.compile(r"(?:^|-)(?=[a-z0-9]*[a-z])(?=[a-z0-9]*\d)[a-z0-9]+(?:-|$)", re.I)  # `a100`
-_NOT_NODE_WORDS = _NOT_HOST_STEMS | frozenset(
-    [
-        "output",
-        "outputs",
-        "log",
-        "logs",
-        "tmp",
-        "data",
-        "model",
-        "ckpt",
-        "checkpoint",
-        "events",
-        "wandb",
-        "tb",
-        "llama",
-        "gpt",
-        "bert",
-        "resnet",
-        "vit",
-        "qwen",
-        "mistral",
-        "mixtral",
-        "gemma",
-        "opt",
-        "bloom",
-        "falcon",
-        "deepseek",
-        "t5",
-        "slurm",
-    ]
+_NOT_NODE_WORDS = _NOT_HOST_STEMS | _words(
+    "output outputs log logs tmp data model ckpt checkpoint events wandb tb llama gpt bert resnet vit qwen mistral"
+    " mixtral gemma opt bloom falcon deepseek t5 slurm"
 )
 
 
@@ -367,14 +312,19 @@ def _file_stem(name: str) -> str:
     return ".".join(parts)
 
 
-# What kind of log a file is, written before the host: `kernel-node07.log`, `dmesg_gpu017.txt`.
-_KIND_PREFIX = re.compile(r"(?i)^(?:kernel|dmesg|syslog|messages|journal|stdout|stderr|train|nvidia|dcgm|log)[-_.]")
+# What kind of log a file is, written before or after the host: `kernel-node07.log`, `dgx-h100-17_kernel.log`.
+_KINDS = r"(?:kernel|dmesg|syslog|messages|journal|stdout|stderr|train|nvidia|dcgm|log)"
+_KIND_PREFIX = re.compile(r"(?i)^" + _KINDS + r"[-_.]")
+_KIND_SUFFIX = re.compile(r"(?i)[-_.]" + _KINDS + r"$")
+# HPE Cray EX names a node by cabinet, chassis, slot, board and node: x1000c0s1b0n0.
+_XNAME = re.compile(r"x\d{1,4}c\d{1,2}s\d{1,2}b\d{1,2}n\d{1,2}", re.I)
 
 
 def _node_from_name(name: str) -> str | None:
-    kind = _KIND_PREFIX.match(name)
+    kind = _KIND_PREFIX.match(name) or _KIND_SUFFIX.search(name)
     if kind:
-        return _node_from_name(name[kind.end() :])
+        rest = name[kind.end() :] if kind.start() == 0 else name[: kind.start()]
+        return _node_from_name(rest) if rest else None
     if _IPV4.fullmatch(name):
         return name
     short = name.split(".", 1)[0]
@@ -384,10 +334,10 @@ def _node_from_name(name: str) -> str | None:
         if m.group(1).lower() not in ("gpu", "cn", "nid", "ip") or len(m.group(2)) >= 2 or "-" in short:
             return short
         return None
-    if _POD_NAME.fullmatch(short) or _RACK_NODE.fullmatch(short):
+    if _POD_NAME.fullmatch(short) or _RACK_NODE.fullmatch(short) or _XNAME.fullmatch(short):
         return short
     m = _DASHED.fullmatch(short)
-    if m and m.group(1).lower() not in _NOT_NODE_WORDS and _MIXED.search(short):
+    if m and len(m.group(1)) >= 2 and m.group(1).lower() not in _NOT_NODE_WORDS and _MIXED.search(short):
         return short
     return None
 

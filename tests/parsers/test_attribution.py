@@ -9,7 +9,9 @@ from crashcart.parsers.attribution import (
     Attribution,
     attribute_line,
     attribution_from_path,
+    block_prefixes,
     has_rank_prefixes,
+    rank_of_groups,
     rank_prefix,
     strip_prefixes,
 )
@@ -57,6 +59,22 @@ PATHS = [
     ("local_rank3.log", NONE),  # a local rank is not the global one
     ("torchelastic/run_1/attempt_0/3/stdout.log", NONE),
     ("", NONE),
+    # issue 10's audit: only stems that look like hosts become nodes
+    ("output.txt", NONE),
+    ("stderr-12345.log", NONE),
+    ("log_rank3.txt", Attribution(None, 3)),
+    ("slurm-4242.out", NONE),
+    ("node07.log", Attribution("node07")),
+    ("gpu-a100-012.out", Attribution("gpu-a100-012")),
+    ("worker-3.log", Attribution("worker-3")),
+    ("dgx-h100-17_kernel.log", Attribution("dgx-h100-17")),  # the kind of log after the host
+    ("x1000c0s1b0n0.log", Attribution("x1000c0s1b0n0")),  # HPE Cray EX: cabinet, chassis, slot, board, node
+    ("log.txt", NONE),
+    ("error.log", NONE),
+    ("issue.md", NONE),
+    ("case-0001.log", NONE),
+    ("r-gpu-xid-003.log", NONE),  # a one-letter first word: a case's name, not a host
+    ("nid001277.log", Attribution("nid001277")),
 ]
 
 
@@ -67,19 +85,20 @@ def test_attribution_from_path(path: str, expected: Attribution) -> None:
 
 LINES = [
     # torchrun under srun (one task per node): the label is the node's index, not a rank
-    ("3: [default5]:NET/IB : Got completion from peer 10.64.0.4<41455> with status=12", None, None),
-    ("3: [default5]:[rank29]: torch.OutOfMemoryError: CUDA out of memory.", None, 29),
+    ("3: [default5]:NET/IB : Got completion from peer 10.64.0.4<41455> with status=12", None, None, 5),
+    ("3: [default5]:[rank29]: torch.OutOfMemoryError: CUDA out of memory.", None, 29, 5),
     # torchrun prefixes; the stacked local `[defaultN]` gives way to the global `[rankN]`
     ("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered", None, 3),
     ("[rank4]: OSError: [Errno 28] No space left on device", None, 4),
-    ("[default3]:Traceback (most recent call last):", None, 3),
+    ("[default3]:Traceback (most recent call last):", None, None, 3),  # a local rank alone is no global rank
     (
         "[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) "
         "Rank 12] Process group watchdog thread terminated with exception",
         None,
         12,
+        0,
     ),
-    ("[default1]:[E817 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 9] watchdog", None, 9),
+    ("[default1]:[E817 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 9] watchdog", None, 9, 1),
     (
         "[rank1]:[E410 01:50:33.889423318 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
         "Rank 1] Process group watchdog thread terminated with exception",
@@ -160,18 +179,116 @@ LINES = [
 ]
 
 
-@pytest.mark.parametrize(("line", "node", "rank"), LINES)
-def test_attribute_line(line: str, node: str | None, rank: int | None) -> None:
-    assert attribute_line(line) == Attribution(node, rank)
+@pytest.mark.parametrize("row", LINES)
+def test_attribute_line(row: tuple[str, str | None, int | None] | tuple[str, str | None, int | None, int]) -> None:
+    line, *expected = row
+    assert attribute_line(line) == Attribution(*expected)
+
+
+# NCCL's `host:pid:tid [dev] ` prefix (src/debug.cc) names its printer; [dev] is the local CUDA device, so the
+# rank comes only from a launcher around it. Each line as its thread or README shows it.
+NCCL_LINES = [
+    # Open MPI --tag-output: job 1, rank 10, on device 2 (nccl-tests on EKS, an MPIJob README's expected output)
+    (
+        "[1,10]<stdout>:test-nccl-efa-worker-1:23:69 [2] NCCL INFO Connected NVLS tree",
+        Attribution("test-nccl-efa-worker-1", 10),
+    ),
+    # MPICH/Intel MPI -prepend-rank: rank 2 on device 1 of node0; NCCL's own `2[1]` says the same (NVIDIA/nccl#1232)
+    (
+        "[2] node0:13572:13572 [1] NCCL INFO Channel 00 : 2[1] -> 0[0] via SHM/direct/direct",
+        Attribution("node0", 2),
+    ),
+    # a bare [N] with no host behind it is NCCL's device, not a rank (NVIDIA/nccl#1612)
+    ("[0] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer 10.10.1.3<36138>", NONE),
+    # rank 7 on device 1: the [1] is never the rank (huggingface/accelerate#2246)
+    (
+        "qgpu2017:4305:4329 [1] NCCL INFO comm 0x52589c20 rank 7 nranks 8 cudaDev 1 nvmlDev 1 busId 4b000 "
+        "commId 0x26b3ece72ee71028 - Init START",
+        Attribution("qgpu2017", None),
+    ),
+    # behind a bracketed timestamp (scitix/sichek#44) and kubectl's --timestamps (vllm-project/vllm#9193)
+    (
+        "[2026-01-04 21:33:04] test-ys-512-scaling-test-0104-1504-a7de2925-master-0:617:2799 [3] "
+        "transport/net_ib.cc:2360 NCCL WARN NET/IB: Got completion from peer 172.16.234.184<53393> with status=12 "
+        "opcode=1 len=5222 vendor err 129 (Send) localGid ::ffff:100.123.200.87 remoteGids::ffff:100.123.200.74 "
+        "hca mlx5_26",
+        Attribution("test-ys-512-scaling-test-0104-1504-a7de2925-master-0", None),
+    ),
+    (
+        "2024-10-23T19:30:56.633819710Z lax-ai-vllm-model-78d9c658c8-qlw8z:273:273 [3] NCCL INFO Bootstrap : "
+        "Using eth0:10.130.6.121<0>",
+        Attribution("lax-ai-vllm-model-78d9c658c8-qlw8z", None),
+    ),
+    # torchrun's local [default0] over the process that is global rank 12: neither 0 is a rank
+    # (pytorch/pytorch#113128, the lines after its watchdog error)
+    ("[default0]:Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", Attribution(None, None, 0)),
+    # Ray's worker prefix names the worker's node by ip, nested or not; the head node's has none (ray-project/ray#40850,
+    # foundation-model-stack/fastsafetensors#36, ray-project/ray#16979, skypilot-org/skypilot#825)
+    (
+        "(RayTrainWorker pid=162057, ip=192.168.0.70) master:162057:169037 [0] NCCL INFO misc/utils.cc:235 memory "
+        "stack hunk malloc(65536)",
+        Attribution("192.168.0.70", None),
+    ),
+    (
+        "(EngineCore_DP0 pid=1088) (RayWorkerWrapper pid=285, ip=192.168.177.12) spark2:285:285 [0] NCCL INFO comm "
+        "0x1095e9d0 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
+        Attribution("192.168.177.12", None),
+    ),
+    (
+        "(pid=21065) dev-duanjiangfei-ap0:21065:21065 [1] NCCL INFO Bootstrap : Using [0]eth0:10.148.18.24<0>",
+        Attribution("dev-duanjiangfei-ap0", None),
+    ),
+    ("(node-1 pid=23066, ip=172.31.23.131) Local Rank: 0, Epoch: 0, Training ...", Attribution("172.31.23.131")),
+    # `localhost` tells no node of a job from another (ray-project/ray#40850)
+    ("(RayTrainWorker pid=83498) localhost:83498:84555 [0] NCCL INFO Channel 00/04 :    0   1   2   3   4", NONE),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), NCCL_LINES)
+def test_nccl_prefix_names_the_printer_and_never_a_rank(line: str, expected: Attribution) -> None:
+    assert attribute_line(line) == expected
+
+
+MORE_LINES = [
+    # horovodrun (gloo_run.py) tags lines with the global rank: `[0]<stderr>:` (horovod/horovod#2652, #2484)
+    (
+        "[0]<stderr>:[2021-02-08 09:24:59.555830: E /tmp/pip-install-7tlcippf/horovod_015e4deaf97a4b33908ab119077a4f9c"
+        "/horovod/common/operations.cc:548] Horovod background loop uncaught exception: [/tmp/pip-install-7tlcippf/"
+        "horovod_015e4deaf97a4b33908ab119077a4f9c/third_party/compatible_gloo/gloo/transport/tcp/pair.cc:566] Read "
+        "error [10.0.1.246]:63386: Connection reset by peer",
+        Attribution(None, 0),
+    ),
+    (
+        "[1]<stdout>:[2020-12-07 17:25:00.517483: D /mnt/share/chongxiaoc/git/horovod/horovod/common/operations.cc:321]"
+        " [1]: ExecuteOperation Failed",
+        Attribution(None, 1),
+    ),
+    # journald's host field with a host that ends in a word (leptonai/gpud#1209)
+    (
+        "Feb 14 05:03:41 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link INIT",
+        Attribution("000-000-00000-1-gpu-1"),
+    ),
+    # srun's task reports: a range is no single rank (chrisknewman/tusas#149, hafs-community/HAFS#101)
+    ("srun: error: nid001277: tasks 1-3: Out Of Memory", Attribution("nid001277")),
+    ("srun: error: Orion-18-69: task 289: Bus error", Attribution("Orion-18-69", 289)),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), MORE_LINES)
+def test_more_launchers(line: str, expected: Attribution) -> None:
+    assert attribute_line(line) == expected
 
 
 PREFIXES = [
     (b"[rank3]: Traceback (most recent call last):", 3),
     (b"[rank12]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 12] Watchdog", 12),
-    (b'[default3]:  File "train.py", line 1', 3),
+    (b'[default3]:  File "train.py", line 1', None),  # torchrun's local rank: no global rank
+    (b"3: [default5]:[rank29]: torch.OutOfMemoryError: CUDA out of memory.", 29),
+    (b"3: [default5]:NET/IB : Got completion from peer 10.64.0.4<41455> with status=12", None),
     (b"[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515]", 12),
     (b"[1,290]<stderr>:!!!! kernel execution error.", 290),
     (b"[1,0]<stdout>:bing_bert_progress: step=3599", 0),
+    (b"[1]<stdout>:Iter #0: 120.0 img/sec per GPU", 1),  # horovodrun's global rank (horovod/horovod#2484)
     (b"3: torch.OutOfMemoryError: CUDA out of memory.", 3),
     (b"  12: loss 2.3", 12),
     (b"12:00:00 INFO starting", None),
@@ -188,6 +305,17 @@ PREFIXES = [
 @pytest.mark.parametrize(("line", "rank"), PREFIXES)
 def test_rank_prefix(line: bytes, rank: int | None) -> None:
     assert rank_prefix(line) == rank
+
+
+def test_block_prefixes_give_global_ranks_only() -> None:
+    # pytorch/pytorch#113128's watchdog line and the one after it, then the EKS nccl-tests line above
+    block = (
+        b"[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] "
+        b"Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered\n"
+        b"[default0]:Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+        b"[1,10]<stdout>:test-nccl-efa-worker-1:23:69 [2] NCCL INFO Connected NVLS tree\n"
+    )
+    assert [rank_of_groups(g) for g in block_prefixes(block)] == [12, None, 10, None]
 
 
 def test_rank_prefix_is_one_bytes_pattern() -> None:
@@ -234,7 +362,7 @@ def test_strip_prefixes(line: str, expected: str) -> None:
 
 def test_attribution_is_a_cheap_tuple() -> None:
     a = Attribution("node17", 3)
-    assert a == ("node17", 3) and a.node == "node17" and a.rank == 3
+    assert a == ("node17", 3, None) and a.node == "node17" and a.rank == 3 and a.local is None
 
 
 BIG = "9" * 5000  # over Python's 4,300-digit int() limit
