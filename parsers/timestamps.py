@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+import re2
+
 from crashcart.parsers.attribution import strip_prefixes
 
 HEAD = 64  # characters looked at, after launcher prefixes
@@ -136,3 +138,62 @@ def parse_timestamp(text: str, year: int | None = None) -> datetime | None:
         return _iso(m) if m else None
     except (ValueError, OverflowError):
         return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Year-less stamps (glog, syslog, `[02/25 05:00:27]`) borrow the year of the file's dated lines.
+_NO_YEAR = 4  # a leap year no log is stamped with: given to formats without a year, it tells them apart
+# A dated stamp anywhere in a block: ISO 8601 (`2023-12-05T07:16:01`, `2024/03/05 06:07:08`) or ctime with
+# its year at the end (`[Tue Nov 28 07:35:07 2023]`). RE2, a DFA: a block without one costs ~0.1 ms per
+# 64 KiB, where Python's re, trying the pattern at every byte, took 2 ms.
+_DATED = re2.compile(
+    rb"((?:19|20)\d\d)[-/][01]\d[-/][0-3]\d[T ][0-2]\d:[0-5]\d"
+    rb"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ((?:19|20)\d\d)"
+)
+LEARN_BYTES = 1 << 16  # looked at per block
+LEARN_BLOCKS = 4  # blocks looked at before giving up: the year, where there is one, comes early
+
+
+class YearTracker:
+    """Per file: the year of its first dated line, lent to the same file's year-less stamps.
+
+    A kernel log (syslog stamps) and a training log (ISO stamps) of one job must share a clock; with the
+    year of today, last December's XID would sort a year after the job's own lines. Feed it whole blocks
+    (`learn`: one RE2 search of a block's head until a year is found) and stamp lines with `parse`.
+    A year-less stamp whose month falls back by more than half a year (Dec -> Jan) has moved on a year.
+    `fallback` is the year to lend before the file shows one (a job-wide year); else this year.
+    """
+
+    def __init__(self, fallback: int | None = None) -> None:
+        self.year: int | None = None  # the first year the file itself showed
+        self._fallback = fallback
+        self._looked = 0
+        self._month = 0  # month of the last year-less stamp
+        self._rolled = 0  # years passed since the first year-less stamp
+
+    def learn(self, block: bytes) -> None:
+        """Look for a dated stamp in the head of a block, until one is found (or LEARN_BLOCKS were seen)."""
+        if self.year is not None or self._looked >= LEARN_BLOCKS:
+            return
+        self._looked += 1
+        m = _DATED.search(block, 0, min(len(block), LEARN_BYTES))
+        if m is not None:
+            self.year = int(m.group(1) or m.group(2))
+
+    def parse(self, text: str) -> datetime | None:
+        """The line's time as parse_timestamp reads it, a year-less stamp given the file's year."""
+        stamp = parse_timestamp(text, _NO_YEAR)
+        if stamp is None:
+            return None
+        if stamp.year != _NO_YEAR:
+            if self.year is None:
+                self.year = stamp.year
+            return stamp
+        if stamp.month < self._month - 6:
+            self._rolled += 1
+        self._month = stamp.month
+        base = self.year if self.year is not None else self._fallback
+        try:
+            return stamp.replace(year=(base if base is not None else datetime.now().year) + self._rolled)
+        except ValueError:  # Feb 29 outside a leap year
+            return None

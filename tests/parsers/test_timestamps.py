@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from crashcart.parsers.timestamps import parse_timestamp
+from crashcart.parsers.timestamps import LEARN_BLOCKS, YearTracker, parse_timestamp
 
 Y = 2024  # the year given for formats that leave it out
 
@@ -102,3 +102,68 @@ def test_missing_year_defaults_to_this_year() -> None:
 def test_feb_29_in_a_common_year_is_none() -> None:
     assert parse_timestamp("Feb 29 07:35:07 node17 kernel: x", year=2023) is None
     assert parse_timestamp("Feb 29 07:35:07 node17 kernel: x", year=2024) == datetime(2024, 2, 29, 7, 35, 7)
+
+
+# Year-less stamps take the year of the file's dated lines. Each line as its thread shows it.
+# slurmd's own log (NVIDIA/nccl#447)
+SLURMD = "[2020-12-30T05:11:27.540] error: Domain socket directory /var/spool/slurmd: No such file or directory"
+RAYLET = (  # glog, November (ray-project/ray#3326)
+    "I1114 19:31:57.705936 2071556096 node_manager.cc:398] time since last heartbeat for client "
+    "ca11a9f7b120b17fa9985448a5e0f6f6146173c6 97ms handler last fired 0"
+)
+ELASTIC = (  # glog, February (dhcode-cpp/X-R1#23)
+    "E0217 16:43:29.165000 355419 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+    "local_rank: 1 (pid: 355716) of binary: /usr/bin/python3.11"
+)
+UPTIME = "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0"  # dmesg, seconds since boot (NVIDIA/NVSentinel#155)
+# snakemake's ctime stamp after Slurm's OOM report (snakemake/snakemake-executor-plugin-slurm#371)
+SNAKEMAKE = (
+    b"slurmstepd: error: Detected 2 oom_kill events in StepId=JOBID.13. Some of the step tasks have been OOM Killed.\n"
+    b"srun: error: NODE: task 0: Out Of Memory\n"
+    b"[Wed Nov 12 11:41:01 2025]\n"
+)
+
+
+def test_a_year_less_stamp_takes_the_year_of_the_files_first_dated_line() -> None:
+    years = YearTracker()
+    assert years.parse(UPTIME) is None and years.year is None  # uptime is no wall clock and teaches nothing
+    assert years.parse(SLURMD) == datetime(2020, 12, 30, 5, 11, 27, 540000)
+    assert years.parse(RAYLET) == datetime(2020, 11, 14, 19, 31, 57, 705936)
+    assert years.year == 2020
+
+
+def test_a_month_that_falls_back_past_half_a_year_is_the_next_year() -> None:
+    years = YearTracker(fallback=2020)
+    assert years.parse(RAYLET) == datetime(2020, 11, 14, 19, 31, 57, 705936)
+    assert years.parse(ELASTIC) == datetime(2021, 2, 17, 16, 43, 29, 165000)  # November, then February
+
+
+def test_without_a_dated_line_the_fallback_year_then_this_year() -> None:
+    assert YearTracker(fallback=2023).parse(ELASTIC) == datetime(2023, 2, 17, 16, 43, 29, 165000)
+    stamp = YearTracker().parse(ELASTIC)
+    assert stamp is not None and stamp.year == datetime.now().year
+
+
+def test_learn_reads_the_year_off_a_block_before_any_line_is_stamped() -> None:
+    years = YearTracker()
+    years.learn(SNAKEMAKE)
+    assert years.year == 2025
+    assert years.parse(ELASTIC) == datetime(2025, 2, 17, 16, 43, 29, 165000)
+
+
+def test_learn_takes_a_date_inside_a_message_and_the_first_year_stays() -> None:
+    # slurmstepd's cancel banner (chrisknewman/tusas#149), then a later dated line of another year
+    years = YearTracker()
+    years.learn(b"slurmstepd: error: *** STEP 440575.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***\n")
+    years.learn(SNAKEMAKE)
+    assert years.parse(SLURMD) == datetime(2020, 12, 30, 5, 11, 27, 540000)  # a dated line keeps its own year
+    assert years.year == 2023
+
+
+def test_learn_gives_up_after_a_few_blocks_without_a_year() -> None:
+    years = YearTracker(fallback=2019)
+    for _ in range(LEARN_BLOCKS):
+        years.learn(RAYLET.encode() + b"\n")
+    years.learn(SNAKEMAKE)  # not looked at: the year, where a file has one, comes early
+    assert years.year is None
+    assert years.parse(ELASTIC) == datetime(2019, 2, 17, 16, 43, 29, 165000)
