@@ -100,3 +100,13 @@ def test_a_slurm_job_step_is_not_a_training_step() -> None:
     line = "slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***"
     point = read_point(ref(line))
     assert point is None or point.iteration is None
+
+
+def test_fairseq_overflow_is_a_skip_with_its_new_scale() -> None:
+    # fairseq/trainer.py logs it so (the line as printed in a run, seen in public training logs)
+    line = (
+        "2024-02-29 07:58:54 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient,"
+        " setting loss scale to: 64.0"
+    )
+    point = read_point(ref(line))
+    assert point is not None and (point.loss_scale, point.skipped) == (64.0, True)
