@@ -65,6 +65,7 @@ class Traceback(Strict):
     start: LineRef  # the traceback's first line (its header)
     chain: list[RaisedException]
     worker: str | None = None  # re-raised from a worker: "DataLoader worker process 0"
+    unfinished: list[Frame] = []  # frames of a last part whose exception line never came: the log ended first
 
 
 class StackDump(Strict):

@@ -1,0 +1,175 @@
+"""Python's own traceback, as one record: frames, the exception, and the chain printed before it.
+
+Python prints a chain oldest first, each part joined to the next by "During handling of the above
+exception ..." (context) or "The above exception was the direct cause ..." (cause). A DataLoader worker's
+exception (also a DataParallel replica's, a pin-memory thread's) is re-raised in the main process with the
+worker's own traceback as its message (`Caught KeyError in DataLoader worker process 0.` + `Original
+Traceback ...`); the worker's exceptions join the chain before the re-raise, which they caused. torch
+before 1.0 put the worker's traceback right after the type (`OSError: Traceback (most recent call last):`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal, NamedTuple
+
+from crashcart.knowledge.records import LineRef
+from crashcart.parsers.frames import asserted, make_frame
+from crashcart.parsers.models import Frame, RaisedException
+from crashcart.parsers.printers import Cursor, Printed
+from crashcart.parsers.raised import (
+    ExceptionLine,
+    Rejoin,
+    exception_line,
+    find_exception_line,
+    read_message,
+    read_separator,
+    read_summary,
+)
+
+Refs = Callable[[Printed], LineRef]  # the LineRef of a printed line
+Relation = Literal["context", "cause"] | None
+
+_FRAME = re.compile(r'\s*(?:> )?File "(?P<file>.*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_CAUGHT = re.compile(r"Caught \S+ in (?P<worker>.+?)\.?$")
+_ORIGINAL = "Original Traceback (most recent call last):"
+_PYTHON_HEADER = re.compile(r"(?:Original )?Traceback \(most recent call last\):\s*$")
+
+
+class Links(NamedTuple):
+    """What one part of a chain added: its exceptions (a worker's come first), the worker, and whether it
+    ended in torchrun's summary."""
+
+    chain: list[RaisedException]
+    worker: str | None = None
+    child_failed: bool = False
+    unfinished: list[Frame] = []  # frames read before the lines ran out, with no exception line after them
+
+
+def read_frames(cur: Cursor) -> list[Frame]:
+    """`  File "x.py", line 3, in f` lines with the source line under each; carets, repeats and the
+    annotations of better-exceptions/loguru are skipped."""
+    frames: list[Frame] = []
+    while (line := cur.peek()) is not None:
+        m = _FRAME.match(line.body)
+        if m is not None:
+            cur.take()
+            frames.append(make_frame(m["file"], int(m["line"]), m["func"], _source(cur)))
+        elif line.body[:1].isspace() and line.body.strip():
+            cur.take()  # 3.11 carets, "[Previous line repeated 996 more times]", the rest of a 3.13 source
+        elif not line.body.strip() and frames and (following := cur.next_text()) and _FRAME.match(following):
+            cur.skip_blank()  # loguru puts blank lines between frames
+        else:
+            break
+    return frames
+
+
+def _source(cur: Cursor) -> str | None:
+    line = cur.peek()
+    if line is None or not line.body[:1].isspace() or _FRAME.match(line.body):
+        return None
+    text = line.body.strip()
+    if not text or set(text) <= set("^~ "):
+        return None
+    cur.take()
+    return text
+
+
+LinkReader = Callable[[Cursor, Refs, Relation], Links]
+
+
+def read_chain(cur: Cursor, refs: Refs, read_link: LinkReader) -> Links:
+    """A traceback from its header on, with every later part of its chain; cur stops after the last message."""
+    chain: list[RaisedException] = []
+    worker = None
+    child_failed = False
+    relation: Relation = None
+    while True:
+        links = read_link(cur, refs, relation)
+        chain.extend(links.chain)
+        worker = worker or links.worker
+        if not links.chain:
+            return Links(chain, worker, child_failed, links.unfinished)
+        child_failed = links.child_failed
+        relation = read_separator(cur)
+        if relation is None:
+            return Links(chain, worker, child_failed, links.unfinished)
+
+
+def read_python_chain(cur: Cursor, refs: Refs) -> Links:
+    return read_chain(cur, refs, read_python_link)
+
+
+def read_python_link(cur: Cursor, refs: Refs, relation: Relation) -> Links:
+    """One `Traceback (most recent call last):` with its frames and exception; an empty chain if the
+    traceback stops before its exception line (the log or the window ended)."""
+    header = cur.peek()
+    if header is None or not _PYTHON_HEADER.search(header.body):
+        return Links([])
+    cur.take()
+    frames = read_frames(cur)
+    found = find_exception_line(cur)
+    if found is None:
+        return Links([], unfinished=frames)
+    return finish_exception(cur, refs, cur.lines[cur.pos - 1], found, frames, relation)
+
+
+def finish_exception(
+    cur: Cursor,
+    refs: Refs,
+    named: Printed,
+    found: ExceptionLine,
+    frames: list[Frame],
+    relation: Relation,
+    rejoin: Rejoin | None = None,
+) -> Links:
+    """The exception `named` names, with its message, torchrun's summary or a worker's re-raised chain."""
+    if found.exc_type.endswith("ChildFailedError"):
+        summary = read_summary(cur)
+        if summary is not None:
+            return Links([_raised(found.exc_type, summary, frames, refs(named), relation)], child_failed=True)
+    if found.first == "Traceback (most recent call last):":  # torch < 1.0: the worker's traceback is the message
+        cur.pos -= 1  # read the exception line again, as the header of the worker's traceback it opens
+        cur.lines[cur.pos] = named._replace(body=found.first)
+        inner = read_python_chain(cur, refs)
+        last = inner.chain[-1] if inner.chain else None
+        message = f"{last.exc_type}: {last.message}" if last else ""
+        return Links([*inner.chain, _raised(found.exc_type, message, frames, refs(named), "cause")])
+    message = read_message(cur, found.first, rejoin, named.body)
+    caught = _CAUGHT.match(found.first)
+    following = cur.peek()
+    if caught is not None and following is not None and following.body.strip() == _ORIGINAL:
+        inner = read_python_chain(cur, refs)
+        if inner.chain:
+            inner.chain[0].relation = relation
+        main = _raised(found.exc_type, message, frames, refs(named), "cause" if inner.chain else relation)
+        return Links([*inner.chain, main], worker=caught["worker"], unfinished=inner.unfinished)
+    return Links([_raised(found.exc_type, message, frames, refs(named), relation)])
+
+
+def _raised(exc_type: str, message: str, frames: list[Frame], ref: LineRef, relation: Relation) -> RaisedException:
+    assertion = None
+    if exc_type.rsplit(".", 1)[-1] == "AssertionError" and frames:
+        assertion = asserted(frames[-1].source)
+    return RaisedException(
+        exc_type=exc_type, message=message, frames=frames, ref=ref, relation=relation, assertion=assertion
+    )
+
+
+def read_exception_only(cur: Cursor, refs: Refs) -> Links:
+    """A structure that starts at its exception line (a worker's re-raise, torchrun's summary) rather than
+    at a traceback header: the frames before it were not in the window."""
+    named = cur.take()
+    found = exception_line(named.body) if named is not None else None
+    if named is None or found is None:
+        return Links([])
+    links = finish_exception(cur, refs, named, found, [], None)
+    relation = read_separator(cur)
+    if relation is None:
+        return links
+    rest = read_python_chain(cur, refs)
+    if rest.chain:
+        rest.chain[0].relation = relation
+    child_failed = rest.child_failed if rest.chain else links.child_failed
+    return Links(links.chain + rest.chain, links.worker or rest.worker, child_failed, rest.unfinished)
