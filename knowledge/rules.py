@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
 import re2
 from pydantic import Field, field_validator, model_validator
@@ -20,6 +21,7 @@ from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, R
 
 SIGNATURE_DIR = Path(__file__).parent / "signatures"
 SCHEMA_VERSION = 1
+SOURCE_PATTERN = r"^(?:[\w.-]+/[\w.-]+(?:#\d+|:[^\s:#]+)|https?://[^\s]+)$"
 
 
 class Rule(Frozen):
@@ -37,6 +39,10 @@ class Rule(Frozen):
     examples: list[str] = Field(min_length=1)
     counter_examples: list[str] = []
     source: str = "shipped"
+    # Where the examples were seen: an issue thread (owner/repo#N), a page (https://...), or the source file of the
+    # program that prints the message (owner/repo:path). Every shipped rule names one (tests/knowledge/test_rules.py);
+    # a rule an operator confirmed has its provenance in `source` instead.
+    sources: list[Annotated[str, Field(pattern=SOURCE_PATTERN)]] = []
 
     @field_validator("pattern")
     @classmethod
