@@ -1,16 +1,21 @@
 """Each judgement of a traceback, on a real traceback: the text as the thread shows it, beside the verdict.
 
-Records are made from the text by tests/support/traceback_records.py; the end-to-end tests through the
-parser live in test_tracebacks.py.
+Records are made from the text by tests/support/traceback_records.py, and, where the text holds a whole
+traceback from its header on, by the parser itself (read_structure) for the same verdict end to end.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from traceback_records import traceback_from
 
 from crashcart.agent.tracebacks import judge, role_of
+from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role
+from crashcart.parsers.models import Traceback
+from crashcart.parsers.tracebacks import HEADER_PATTERNS, read_structure
 
 ENV, CODE, DATA, CONFIG = (
     FailureClass.ENVIRONMENT,
@@ -486,6 +491,8 @@ def test_the_collective_backend_failing_is_only_a_symptom_of_a_timeout() -> None
     verdict = judge(traceback_from(text))
     assert (verdict.failure_class, role_of(verdict)) == (FailureClass.COLLECTIVE_TIMEOUT, Role.SYMPTOM)
     assert verdict.ref.rank == 1
+    parsed = _parsed(text)
+    assert parsed is not None and judge(parsed).rule_id == "traceback.dist_backend"
 
 
 def test_a_launcher_summary_names_the_signal_as_a_symptom() -> None:
@@ -510,6 +517,39 @@ Root Cause (first observed failure):
   traceback : Signal 9 (SIGKILL) received by PID 14750
 ============================================================
 """  # noqa: E501, W291
-    verdict = judge(traceback_from(text, kind="child_failed"))
-    assert (verdict.failure_class, verdict.rule_id) == (FailureClass.HOST_OOM, "traceback.launcher_summary")
-    assert role_of(verdict) is Role.SYMPTOM and verdict.priority <= 30
+    for record in (traceback_from(text, kind="child_failed"), _parsed(text)):
+        assert record is not None and record.kind == "child_failed"
+        verdict = judge(record)
+        assert (verdict.failure_class, verdict.rule_id) == (FailureClass.HOST_OOM, "traceback.launcher_summary")
+        assert role_of(verdict) is Role.SYMPTOM and verdict.priority <= 30
+
+
+# -- end to end: the parser's record of the same text -----------------------------------------------------------
+
+_HEADERS = [re.compile(pattern) for pattern in HEADER_PATTERNS]
+
+
+def _parsed(text: str) -> Traceback | None:
+    """read_structure's record of the traceback in `text`, read from its first header line."""
+    lines = text.strip("\n").split("\n")
+    at = next((i for i, line in enumerate(lines) if any(h.search(line) for h in _HEADERS)), None)
+    if at is None:
+        return None  # an excerpt without its header: only records made from the text test it
+    record, _ = read_structure(lines[at:], at + 1, lambda line, number: LineRef(file="job.log", line=number, text=line))
+    assert isinstance(record, Traceback)
+    return record
+
+
+PARSED = [(source, record, cls, rule) for source, text, cls, rule in CASES if (record := _parsed(text)) is not None]
+
+
+def test_most_cases_hold_a_whole_traceback_the_parser_reads() -> None:
+    assert len(PARSED) >= 20
+
+
+@pytest.mark.parametrize(("source", "record", "cls", "rule"), PARSED, ids=[p[0] for p in PARSED])
+def test_the_parsers_record_of_a_real_traceback_gets_its_class(
+    source: str, record: Traceback, cls: FailureClass, rule: str
+) -> None:
+    verdict = judge(record)
+    assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason

@@ -12,6 +12,7 @@ from crashcart.agent.tracebacks import MAX_EVENTS, judge, role_of, traceback_eve
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role
 from crashcart.parsers.models import FileScan, TemplateStat, Traceback
+from crashcart.parsers.tracebacks import read_structure
 
 # fla-org/flame#43: transformers' KeyError of its config mapping, then, while handling it, the ValueError
 # that says what it means.
@@ -89,20 +90,32 @@ Last error:
 """  # noqa: E501
 
 
+def _parsed(text: str, file: str = "job.log") -> Traceback:
+    """The parser's record of a traceback whose first line is its header."""
+    lines = text.strip("\n").split("\n")
+    record, consumed = read_structure(lines, 1, lambda line, number: LineRef(file=file, line=number, text=line))
+    assert isinstance(record, Traceback) and consumed == len(lines)
+    return record
+
+
 def _scan(file: str, tracebacks: list[Traceback], rank: int | None = None) -> FileScan:
     return FileScan(file=file, rank=rank, lines=40, bytes=4000, hits=[], templates=[], tracebacks=tracebacks)
 
 
 def test_the_exception_that_says_what_it_means_decides_the_chain() -> None:
-    verdict = judge(traceback_from(UNKNOWN_ARCHITECTURE))
-    assert (verdict.failure_class, verdict.rule_id) == (FailureClass.ENVIRONMENT, "traceback.version_check")
-    assert verdict.ref.text.startswith("ValueError: The checkpoint you are trying to load")
+    for record in (traceback_from(UNKNOWN_ARCHITECTURE), _parsed(UNKNOWN_ARCHITECTURE)):
+        assert [exc.relation for exc in record.chain] == [None, "context"]
+        verdict = judge(record)
+        assert (verdict.failure_class, verdict.rule_id) == (FailureClass.ENVIRONMENT, "traceback.version_check")
+        assert verdict.ref.text.startswith("ValueError: The checkpoint you are trying to load")
 
 
 def test_a_dataloader_reraise_stands_aside_for_the_worker_exception() -> None:
-    verdict = judge(traceback_from(WORKER_RERAISE))
-    assert verdict.ref.text.startswith("RuntimeError: stack expects each tensor to be equal size")
-    assert verdict.failure_class is FailureClass.CODE_BUG
+    for record in (traceback_from(WORKER_RERAISE), _parsed(WORKER_RERAISE)):
+        assert record.worker == "DataLoader worker process 0"
+        verdict = judge(record)
+        assert verdict.ref.text.startswith("RuntimeError: stack expects each tensor to be equal size")
+        assert verdict.failure_class is FailureClass.CODE_BUG
 
 
 def test_a_traceback_without_its_exception_line_is_still_judged() -> None:
@@ -111,6 +124,12 @@ def test_a_traceback_without_its_exception_line_is_still_judged() -> None:
     verdict = judge(tb)
     assert verdict.failure_class is FailureClass.CODE_BUG and verdict.priority <= 30
     assert role_of(verdict) is Role.SYMPTOM and verdict.ref == tb.start
+
+
+def test_events_of_the_parsers_records() -> None:
+    scan = _scan("job.log", [_parsed(API_MISMATCH), _parsed(NO_SPACE), _parsed(API_MISMATCH)])
+    events = traceback_events([scan])
+    assert [(e.rule_id, e.count) for e in events] == [("traceback.api_mismatch", 2), ("traceback.errno_enospc", 1)]
 
 
 def test_an_event_carries_the_verdict_and_its_exception_line() -> None:
