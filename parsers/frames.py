@@ -15,7 +15,7 @@ from crashcart.parsers.models import Frame
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
 _EGG = re.compile(r"[\\/]([^\\/]+\.egg)[\\/]")
 _STDLIB_DIR = re.compile(r"[\\/]lib(?:64)?[\\/]python\d+(?:\.\d+)?t?[\\/]", re.IGNORECASE)  # /usr/lib/python3.10/
-_WINDOWS_LIB = re.compile(r"\\lib\\([^\\]+)$", re.IGNORECASE)  # C:\Python310\lib\runpy.py
+_WINDOWS_LIB = re.compile(r"\\lib\\([^\\]+)", re.IGNORECASE)  # C:\Python310\lib\runpy.py, ...\lib\json\__init__.py
 _PART = re.compile(r"[^\\/]+")
 _STDLIB = frozenset(sys.stdlib_module_names)
 
@@ -37,8 +37,8 @@ def package_of(path: str, *, shortened: bool = False) -> str | None:
         return _first_module(path[egg.end() :]) or _module_name(egg.group(1).split("-", 1)[0])
     if _STDLIB_DIR.search(path):
         return "python"
-    windows = _WINDOWS_LIB.search(path)
-    if windows and _module_name(windows.group(1)) in _STDLIB:
+    windows = list(_WINDOWS_LIB.finditer(path))
+    if windows and _module_name(windows[-1].group(1)) in _STDLIB:
         return "python"
     if shortened:
         first = _first_module(path)

@@ -135,7 +135,8 @@ def finish_exception(
         inner = read_python_chain(cur, refs)
         last = inner.chain[-1] if inner.chain else None
         message = f"{last.exc_type}: {last.message}" if last else ""
-        return Links([*inner.chain, _raised(found.exc_type, message, frames, refs(named), "cause")])
+        main = _raised(found.exc_type, message, frames, refs(named), "cause")
+        return Links([*inner.chain, main], unfinished=inner.unfinished)
     message = read_message(cur, found.first, rejoin, named.body)
     caught = _CAUGHT.match(found.first)
     following = cur.peek()
