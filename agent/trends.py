@@ -66,7 +66,7 @@ def _spike(points: list[MetricPoint]) -> MetricPoint | None:
     base_loss = median(p.loss or 0.0 for p in before)
     if base_loss <= 0 or (peak.loss or 0.0) < SPIKE_FACTOR * base_loss:
         return None
-    grads = [p.grad_norm for p in before if _finite(p.grad_norm)]
+    grads = [p.grad_norm for p in before if p.grad_norm is not None and _finite(p.grad_norm)]
     if not grads:
         return peak if (peak.loss or 0.0) >= LOSS_ONLY_FACTOR * base_loss else None
     exploded = not _finite(peak.grad_norm) or (peak.grad_norm or 0.0) >= GRAD_FACTOR * max(median(grads), 1e-12)

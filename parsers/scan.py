@@ -23,8 +23,9 @@ from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
 from crashcart.parsers.packing import Packed, pack, unpack
 from crashcart.parsers.rulefilter import BlockHit, RuleFilter
 from crashcart.parsers.sources import Source, read_blocks, split
+from crashcart.parsers.structure import StructureReader, Structures, merge_structures
 from crashcart.parsers.templater import KEPT_LINE_BYTES, TemplateCounts, Templater, template_id
-from crashcart.parsers.timestamps import parse_timestamp
+from crashcart.parsers.timestamps import YearTracker, parse_timestamp
 from crashcart.parsers.workers import worker_pool
 
 MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are counted
@@ -72,18 +73,23 @@ class FileScanner:
         dropped = line_no = size = 0
         ranked: bool | None = None
         problem = None
+        years = YearTracker()  # glog, syslog and dmesg stamps take their year from the file's dated lines
+        structure = StructureReader(lambda text, no: line_ref(text, no, where, src.display, years.year))
         try:
             for block in read_blocks(src):
                 size += len(block)
+                years.learn(block)
                 if ranked is None:
                     ranked = has_rank_prefixes(block[:65536].split(b"\n")[:50])
                 found = self.filter.scan(block)
-                dropped += self._keep_hits(found, block, line_no, src.display, where, hits, cap)
+                dropped += self._keep_hits(found, block, line_no, src.display, where, hits, cap, years.year)
                 self.templater.count_block(block, line_no, counts, ranked)
+                structure.feed(block, line_no, counts.lines - line_no)
                 line_no = counts.lines
         except ReadError as exc:  # truncated, corrupt, over the size cap: the lines before the fault still count
             problem = f"read {counts.lines:,} lines, then: {exc.reason}"
-        templates = self._template_stats(src.display, where, counts, hits)
+        templates = self._template_stats(src.display, where, counts, hits, years.year)
+        found_structure = structure.finish()
         return FileScan(
             file=src.display,
             node=where.node,
@@ -94,6 +100,9 @@ class FileScanner:
             hits_dropped=dropped,
             templates=templates,
             seconds=time.perf_counter() - started,
+            tracebacks=found_structure.tracebacks,
+            stacks=found_structure.stacks,
+            metrics=found_structure.metrics,
             problem=problem,
         )
 
@@ -106,6 +115,7 @@ class FileScanner:
         where: Attribution,
         hits: list[RuleHit],
         cap: HitCap,
+        year: int | None,
     ) -> int:
         """Append confirmed hits to `hits` up to the per-rule caps; return how many were dropped."""
         dropped = 0
@@ -113,7 +123,7 @@ class FileScanner:
         for hit in found:
             no += block.count(b"\n", pos, hit.start)
             pos = hit.start
-            ref = line_ref(hit.text, no + 1, where, file)
+            ref = line_ref(hit.text, no + 1, where, file, year)
             rule = self.filter.rules[hit.rule_index]
             if not cap.admit(rule.id, ref.rank, rule.role):
                 dropped += 1
@@ -133,7 +143,7 @@ class FileScanner:
         return dropped
 
     def _template_stats(
-        self, file: str, where: Attribution, counts: TemplateCounts, hits: list[RuleHit]
+        self, file: str, where: Attribution, counts: TemplateCounts, hits: list[RuleHit], year: int | None
     ) -> list[TemplateStat]:
         hit_templates: dict[int, set[str]] = {}
         for hit in hits:
@@ -147,7 +157,7 @@ class FileScanner:
                 slots[key] = [*entry, set(rule_ids)]
             else:
                 _fold(held, entry, rule_ids)
-        return [_stat(text, rank, entry, where, file, counts.lines) for (rank, text), entry in slots.items()]
+        return [_stat(text, rank, entry, where, file, counts.lines, year) for (rank, text), entry in slots.items()]
 
 
 def _fold(held: list[Any], entry: list[Any], rule_ids: set[str]) -> None:
@@ -162,9 +172,11 @@ def _fold(held: list[Any], entry: list[Any], rule_ids: set[str]) -> None:
     held[5] |= rule_ids
 
 
-def _stat(text: str, rank: int | None, entry: list[Any], where: Attribution, file: str, lines: int) -> TemplateStat:
+def _stat(
+    text: str, rank: int | None, entry: list[Any], where: Attribution, file: str, lines: int, year: int | None
+) -> TemplateStat:
     count, first_no, first, last_no, last, rule_ids = entry
-    head = line_ref(_decode(first), first_no, where, file)
+    head = line_ref(_decode(first), first_no, where, file, year)
     return TemplateStat(
         template_id=template_id(text),
         template=text,
@@ -172,7 +184,9 @@ def _stat(text: str, rank: int | None, entry: list[Any], where: Attribution, fil
         rank=rank if rank is not None else where.rank,
         count=count,
         first=head,
-        last=head if last_no == first_no else line_ref(_decode(last), last_no, where, file),  # one record, not two
+        last=head
+        if last_no == first_no
+        else line_ref(_decode(last), last_no, where, file, year),  # one record, not two
         rule_ids=sorted(rule_ids),
         new=lines >= NEW_MIN_LINES and first_no > lines * (1 - NEW_TAIL),
     )
@@ -182,8 +196,9 @@ def _decode(line: bytes) -> str:
     return line[:MAX_TEXT].decode("utf-8", "replace").rstrip("\r")
 
 
-def line_ref(text: str, line_no: int, where: Attribution, file: str) -> LineRef:
-    """A LineRef with node/rank from the line itself, falling back to the file's name."""
+def line_ref(text: str, line_no: int, where: Attribution, file: str, year: int | None = None) -> LineRef:
+    """A LineRef with node/rank from the line itself, falling back to the file's name; `year` dates the stamps
+    that carry none (glog, syslog)."""
     own = attribute_line(text)
     return LineRef(
         file=file,
@@ -191,7 +206,7 @@ def line_ref(text: str, line_no: int, where: Attribution, file: str) -> LineRef:
         text=text[:MAX_TEXT],
         node=own.node or where.node,
         rank=own.rank if own.rank is not None else where.rank,
-        time=parse_timestamp(text),
+        time=parse_timestamp(text, year),
     )
 
 
@@ -262,7 +277,9 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
     hits: list[RuleHit] = []
     stats: dict[tuple[str, int | None, str | None], TemplateStat] = {}
     cap, dropped = HitCap(), sum(p.hits_dropped for p in parts)
+    structures = []
     for part in parts:
+        structures.append((offset, Structures(part.tracebacks, part.stacks, part.metrics)))
         for h in part.hits:  # the caps again, over the whole file, so the result equals a serial scan's
             if cap.admit(h.rule_id, h.ref.rank, h.role):
                 hits.append(h.model_copy(update={"ref": _shift(h.ref, offset)}))
@@ -281,6 +298,7 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
     for t in stats.values():
         t.new = offset >= NEW_MIN_LINES and t.first.line > offset * (1 - NEW_TAIL)
     head = parts[0]
+    merged = merge_structures(structures)
     return FileScan(
         file=head.file,
         node=head.node,
@@ -291,6 +309,9 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
         hits_dropped=dropped,
         templates=list(stats.values()),
         seconds=sum(p.seconds for p in parts),
+        tracebacks=merged.tracebacks,
+        stacks=merged.stacks,
+        metrics=merged.metrics,
         problem=next((p.problem for p in parts if p.problem), None),
     )
 

@@ -1,0 +1,72 @@
+"""Structures found while streaming: a traceback's window carried over a block boundary, progress numbers."""
+
+from __future__ import annotations
+
+from crashcart.knowledge.records import LineRef
+from crashcart.parsers.structure import StructureReader, Structures, merge_structures
+
+# TongkunGuan/CCD#13: a torchrun job whose dataset path does not exist
+TRACEBACK = [
+    "[2024-04-11 16:02:33,141 train.py:52 INFO pre_tiny_65536] Construct dataset.",
+    "Traceback (most recent call last):",
+    '  File "train.py", line 457, in <module>',
+    "    train(config)",
+    '  File "train.py", line 53, in train',
+    "    train_dataloader = _get_databaunch(config)",
+    '  File "train.py", line 417, in _get_dataset',
+    "    subfolders = [f.path for f in os.scandir(p) if f.is_dir()]",
+    "FileNotFoundError: [Errno 2] No such file or directory: '/data/gx/OCR-CC/data_lmdb/training/label/Synth/'",
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 3692921) of binary:"
+    " /home/gx/anaconda3/envs/CCD/bin/python",
+]
+# epfLLM/Megatron-LLM#11 (Megatron's training_log line)
+PROGRESS = (
+    " iteration      182/  250000 | consumed samples:       186368 | elapsed time per iteration (ms): 126995.3 |"
+    " learning rate: 1.365E-05 | global batch size:  1024 | lm loss: 2.382640E+00 | loss scale: 1.0 |"
+    " grad norm: 0.227 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+
+
+def make_ref(text: str, no: int) -> LineRef:
+    return LineRef(file="train.log", line=no, text=text)
+
+
+def read(blocks: list[list[str]]) -> Structures:
+    reader = StructureReader(make_ref)
+    base = 0
+    for lines in blocks:
+        reader.feed("".join(line + "\n" for line in lines).encode(), base, len(lines))
+        base += len(lines)
+    return reader.finish()
+
+
+def test_a_traceback_in_one_block_is_one_record_cited_at_its_exception_line() -> None:
+    [tb] = read([[PROGRESS] * 3 + TRACEBACK]).tracebacks
+    exc = tb.chain[-1]
+    assert (tb.start.line, exc.exc_type, exc.ref.line) == (5, "FileNotFoundError", 12)
+    assert [f.function for f in exc.frames] == ["<module>", "train", "_get_dataset"]
+
+
+def test_a_traceback_cut_by_a_block_boundary_is_read_whole() -> None:
+    for cut in range(2, len(TRACEBACK)):
+        [tb] = read([[PROGRESS] + TRACEBACK[:cut], TRACEBACK[cut:] + [PROGRESS]]).tracebacks
+        assert tb.chain[-1].exc_type == "FileNotFoundError", cut
+        assert tb.chain[-1].ref.line == 10, cut
+
+
+def test_progress_lines_become_points_with_their_line_numbers() -> None:
+    found = read([[PROGRESS, "unrelated line"], [PROGRESS]])
+    assert [(p.line, p.iteration, p.loss) for p in found.metrics] == [(1, 182, 2.38264), (3, 182, 2.38264)]
+
+
+def test_a_file_without_structure_has_none() -> None:
+    # torch/distributed/run.py's start-up note (pytorch/pytorch#101281)
+    found = read([["Setting OMP_NUM_THREADS environment variable for each process to be 1 in default"] * 50])
+    assert found == Structures([], [], [])
+
+
+def test_parts_of_a_split_file_merge_with_their_line_offsets() -> None:
+    first, second = read([TRACEBACK]), read([[PROGRESS]])
+    merged = merge_structures([(0, first), (len(TRACEBACK), second)])
+    assert merged.tracebacks[0].chain[-1].ref.line == 9
+    assert [p.line for p in merged.metrics] == [len(TRACEBACK) + 1]
