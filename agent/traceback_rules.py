@@ -373,6 +373,8 @@ _CUDA = re.compile(
     r"CUDA error|CUDA driver error|cuDNN error|CUDNN_STATUS|CUBLAS_STATUS|cudaError|illegal memory access"
     r"|misaligned address|unspecified launch failure"
 )
+# The assert itself, not CUDA's hint that follows every CUDA error ("... to enable device-side assertions.")
+_DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
 _DIST = re.compile(r"NCCL error|ProcessGroupNCCL|ProcessGroupGloo|Gloo")
 
 
@@ -381,7 +383,7 @@ def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
     text = f"{exc.exc_type}: {exc.message}"
     if _CUDA_BUILD.search(text):
         return Finding("cuda_build_mismatch", FailureClass.ENVIRONMENT, CONFIDENT, "the CUDA build does not fit")
-    if "device-side assert" in text:
+    if _DEVICE_ASSERT.search(text):
         return Finding("device_assert", FailureClass.CODE_BUG, LIKELY, "a device-side assert fired")
     if _CUDA.search(text) or _short_type(exc) == "AcceleratorError":
         return Finding("cuda_error", FailureClass.CUDA_ERROR, LIKELY, "a CUDA error")

@@ -553,3 +553,134 @@ def test_the_parsers_record_of_a_real_traceback_gets_its_class(
 ) -> None:
     verdict = judge(record)
     assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
+
+
+# Tracebacks only the parser reads (rich's box, C++ terminates), and one of a launcher's wait loop; the texts
+# are those of tests/parsers/test_tracebacks.py, with their sources.
+PARSER_ONLY = [
+    (
+        "LinkSoul-AI/Chinese-Llama-2-7b#27",  # Ctrl-C reaches torchrun's wait loop as SIGINT
+        """
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/agent/server/api.py", line 736, in run
+    result = self._invoke_run(role)
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/agent/server/api.py", line 877, in _invoke_run
+    time.sleep(monitor_interval)
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/api.py", line 62, in _terminate_process_handler
+    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)
+torch.distributed.elastic.multiprocessing.api.SignalException: Process 1313 got signal: 2
+""",  # noqa: E501
+        FailureClass.CANCELLED,
+        "traceback.signal",
+    ),
+    (
+        "xieyuser/GS-LIVM#12",  # the thread's excerpt ends inside frame #4
+        """
+terminate called after throwing an instance of 'c10::Error'
+  what():  CUDA error: an illegal memory access was encountered
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:44 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >) + 0x6b (0x7f8f788e56bb in /home/shu/catkin_GSL/src/GS-LIVM/thirdparty/libtorch/lib/libc10.so)
+frame #1: c10::detail::torchCheckFail(char const*, char const*, unsigned int, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&) + 0xbf (0x7f8f788e05ef in /home/shu/catkin_GSL/src/GS-LIVM/thirdparty/libtorch/lib/libc10.so)
+frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + 0x58f (0x7f8f78b77f5f in /home/shu/catkin_GSL/src/GS-LIVM/thirdparty/libtorch/lib/libc10_cuda.so)
+frame #3: <unknown function> + 0x11d6d04 (0x7f8f7a011d04 in /home/shu/catkin_GSL/src/GS-LIVM/thirdparty/libtorch/lib/libtorch_cuda.so)
+""",  # noqa: E501
+        FailureClass.CUDA_ERROR,
+        "traceback.cuda_error",
+    ),
+    (
+        "sgl-project/sglang#1693",  # NCCL's watchdog: a symptom of whatever held the collective up
+        """
+terminate called after throwing an instance of 'c10::DistBackendError'
+  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.
+Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f3b6d41df86 in /usr/local/lib/python3.10/dist-packages/torch/lib/libc10.so)
+frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x7f3b6e71a8d2 in /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so)
+""",  # noqa: E501
+        FailureClass.COLLECTIVE_TIMEOUT,
+        "traceback.dist_backend",
+    ),
+    (
+        "fastapi/typer docs/tutorial/exceptions.md",  # typer's rich traceback, its color markup removed
+        """
+╭──────────────── Traceback (most recent call last) ────────────────╮
+│ /home/user/code/superapp/main.py:12 in <module>                   │
+│                                                                   │
+│    9                                                              │
+│   10                                                              │
+│   11 if __name__ == "__main__":                                   │
+│ ❱ 12 │   app()                                                    │
+│   13                                                              │
+│                                                                   │
+│ ╭─────────────────────────── locals ────────────────────────────╮ │
+│ │ __annotations__ = {}                                          │ │
+│ │    __builtins__ = <module 'builtins' (built-in)>              │ │
+│ │      __cached__ = None                                        │ │
+│ │         __doc__ = None                                        │ │
+│ │        __file__ = 'main.py'                                   │ │
+│ │      __loader__ = <_frozen_importlib_external.SourceFileLoad… │ │
+│ │                   object at 0x7f047db1c050>                   │ │
+│ │        __name__ = '__main__'                                  │ │
+│ │     __package__ = None                                        │ │
+│ │        __spec__ = None                                        │ │
+│ │             app = <typer.main.Typer object at 0x7f047db51d90> │ │
+│ │            main = <function main at 0x7f047db56830>           │ │
+│ │           typer = <module 'typer' from                        │ │
+│ │                   '/home/user/code/superapp/env/lib/python3.… │ │
+│ ╰───────────────────────────────────────────────────────────────╯ │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/typer/ma │
+│ in.py:328 in __call__                                             │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/typer/ma │
+│ in.py:311 in __call__                                             │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/click/co │
+│ re.py:1130 in __call__                                            │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/typer/co │
+│ re.py:723 in main                                                 │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/typer/co │
+│ re.py:216 in _main                                                │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/click/co │
+│ re.py:1404 in invoke                                              │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/click/co │
+│ re.py:760 in invoke                                               │
+│                                                                   │
+│ /home/user/code/superapp/env/lib/python3.7/site-packages/typer/ma │
+│ in.py:683 in wrapper                                              │
+│                                                                   │
+│ /home/user/code/superapp/main.py:8 in main                        │
+│                                                                   │
+│    5                                                              │
+│    6 @app.command()                                               │
+│    7 def main(name: str = "morty"):                               │
+│ ❱  8 │   print(name + 3)                                          │
+│    9                                                              │
+│   10                                                              │
+│   11 if __name__ == "__main__":                                   │
+│                                                                   │
+│ ╭──── locals ────╮                                                │
+│ │ name = 'morty' │                                                │
+│ ╰────────────────╯                                                │
+╰───────────────────────────────────────────────────────────────────╯
+TypeError: can only concatenate str (not "int") to str
+""",
+        CODE,
+        "traceback.user_code_bug",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "text", "cls", "rule"), PARSER_ONLY, ids=[c[0] for c in PARSER_ONLY])
+def test_a_traceback_only_the_parser_reads_gets_its_class(source: str, text: str, cls: FailureClass, rule: str) -> None:
+    record = _parsed(text)
+    assert record is not None
+    verdict = judge(record)
+    assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
