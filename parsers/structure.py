@@ -67,6 +67,7 @@ class StructureReader:
         self._headers: list[int] = []  # line numbers of headers not yet parsed, ascending
         self._done_until = 0  # last line consumed by a parsed structure
         self._kinds: Counter[tuple[int | None, str]] = Counter()
+        self._cited: set[int] = set()  # exception lines already in a record
         self.tracebacks: list[Traceback] = []
         self.stacks: list[StackDump] = []
 
@@ -125,6 +126,7 @@ class StructureReader:
                 break
             self._headers.pop(0)
             window = [_text(line) for line in lines[at : at + MAX_WINDOW_LINES]]
+            window[0] = _text(lines[at][-MAX_LINE:])  # a header ends its line, after a progress bar's megabytes
             record, used = read_structure(window, first, self._make_ref)
             if record is not None:
                 self._done_until = first + max(used, 1) - 1
@@ -140,10 +142,15 @@ class StructureReader:
             if len(self.stacks) < MAX_STACKS:
                 self.stacks.append(record)
             return
+        cited = record.chain[-1].ref.line if record.chain else None
+        if cited in self._cited:  # the tail of a chain an interleaved rank's header had cut, read again
+            return
         key = (record.start.rank, record.chain[-1].exc_type if record.chain else "")
         if len(self.tracebacks) < MAX_TRACEBACKS and self._kinds[key] < MAX_PER_TYPE_RANK:
             self._kinds[key] += 1
             self.tracebacks.append(record)
+            if cited is not None:
+                self._cited.add(cited)
 
     def finish(self) -> Structures:
         if self._headers:

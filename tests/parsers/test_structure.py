@@ -70,3 +70,9 @@ def test_parts_of_a_split_file_merge_with_their_line_offsets() -> None:
     merged = merge_structures([(0, first), (len(TRACEBACK), second)])
     assert merged.tracebacks[0].chain[-1].ref.line == 9
     assert [p.line for p in merged.metrics] == [len(TRACEBACK) + 1]
+
+
+def test_a_header_at_the_end_of_a_huge_progress_bar_line_is_found() -> None:
+    bar = " 14%|█▍        | 378/2724 [13:58:09<86:18:35, 132.44s/it]\r" * 400  # tqdm redraws (Chinese-LLaMA-Alpaca#534)
+    [tb] = read([[bar + TRACEBACK[1], *TRACEBACK[2:]]]).tracebacks
+    assert tb.chain[-1].exc_type == "FileNotFoundError"
