@@ -1,87 +1,63 @@
 """The job's event sequence: one time-ordered list of tagged events built from rule hits and templates.
 
 Repeated lines collapse into one event per (signature, node, rank) with a count, so the sequence stays
-small however long the logs are.
+small however long the logs are. The sequence is then read as a whole: a signal its rank outlived (training
+went on), a hint printed under an error, and what other ranks print while the group is torn down become
+context, kept in the sequence but never a cause; a hang the progress timeline or stack dumps show joins it.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Literal
 
-from pydantic import Field
-
+from crashcart.agent.event_kinds import (
+    CheckpointEvent,
+    CollectiveTimeoutEvent,
+    Event,
+    FailureEvent,
+    ProgressEvent,
+    Signal,
+    XidEvent,
+)
+from crashcart.agent.hangs import hang_events
+from crashcart.agent.teardown import mark_teardown
+from crashcart.agent.timeline import PROGRESS_TEMPLATE, TimelineIndex, progress_value, timelines
+from crashcart.knowledge.context_lines import hint_pattern
 from crashcart.knowledge.records import LineRef
-from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
+from crashcart.knowledge.taxonomy import FailureClass, Role, Stage
+from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.models import FileScan, RuleHit
 from crashcart.parsers.numbers import small_int
 
-
-class _EventBase(LineRef):
-    count: int = 1  # repeats of the line's shape folded into this one event
-
-
-class _SignalBase(_EventBase):
-    rule_id: str
-    failure_class: FailureClass
-    action: Action
-    role: Role
-    priority: int
-    stage: Stage | None = None
-    names_node: bool = False  # the node was read from the message ("Node failure on X"), not its printer
-
-
-class FailureEvent(_SignalBase):
-    """A failure signature fired (exception, OOM, I/O error, NCCL error ...)."""
-
-    kind: Literal["failure"] = "failure"
-
-
-class XidEvent(_SignalBase):
-    """An NVIDIA XID reported by the kernel driver."""
-
-    kind: Literal["xid"] = "xid"
-    xid: int
-
-
-class CollectiveTimeoutEvent(_SignalBase):
-    """A collective that did not finish in time (the usual symptom on the healthy ranks)."""
-
-    kind: Literal["collective_timeout"] = "collective_timeout"
-    op: str | None = None
-    seq: int | None = None
-
-
-class ProgressEvent(_EventBase):
-    """The last training iteration a node/rank reported."""
-
-    kind: Literal["progress"] = "progress"
-    iteration: int
-
-
-class CheckpointEvent(_EventBase):
-    """A checkpoint save or load the job reported."""
-
-    kind: Literal["checkpoint"] = "checkpoint"
-    op: Literal["save", "load"]
-
-
-Event = Annotated[
-    FailureEvent | XidEvent | CollectiveTimeoutEvent | ProgressEvent | CheckpointEvent,
-    Field(discriminator="kind"),
+__all__ = [
+    "CheckpointEvent",
+    "CollectiveTimeoutEvent",
+    "Event",
+    "FailureEvent",
+    "ProgressEvent",
+    "Signal",
+    "XidEvent",
+    "build_events",
+    "is_hint",
+    "rank_hosts",
 ]
 
-
-_PROGRESS_TEMPLATE = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b[^|]{0,12}<NUM>")
-_PROGRESS_VALUE = re.compile(r"(?i)\b(?:iteration|iter|global_step|step)\b\D{0,12}?(\d+)")
 _LOAD_WORDS = re.compile(r"(?i)\bload")
 
 
-def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | CollectiveTimeoutEvent:
+def is_hint(text: str) -> bool:
+    """The line is a note printed under an error (CUDA_LAUNCH_BLOCKING=1 ...), not a message of its own."""
+    return hint_pattern().match(strip_prefixes(text).lstrip()) is not None
+
+
+def _signal_event(hit: RuleHit, count: int) -> Signal:
+    """The hit as a tagged signal; on a hint line, whatever rule fired, a context one."""
     ref = hit.ref
     named = hit.captures.get("node")
+    hint = is_hint(ref.text)
     base = dict(
         dict(ref),  # the line's own fields: an event is a LineRef
         node=named or ref.node,
@@ -90,9 +66,10 @@ def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | Collect
         rule_id=hit.rule_id,
         failure_class=hit.failure_class,
         action=hit.action,
-        role=hit.role,
+        role=Role.CONTEXT if hint else hit.role,
         priority=hit.priority,
         stage=hit.stage,
+        demoted="hint" if hint else None,
     )
     xid = small_int(hit.captures.get("xid", ""))
     if xid is not None:
@@ -103,7 +80,7 @@ def _signal_event(hit: RuleHit, count: int) -> FailureEvent | XidEvent | Collect
     return FailureEvent(**base)
 
 
-def _hit_events(scans: list[FileScan]) -> list[Event]:
+def _hit_events(scans: Sequence[FileScan]) -> list[Event]:
     """One event per (rule, node, rank, file): its first line, with how many lines it stands for."""
     groups: dict[tuple[str, str | None, int | None, str], list[RuleHit]] = {}
     for scan in scans:
@@ -131,15 +108,14 @@ def _hit_events(scans: list[FileScan]) -> list[Event]:
     return events
 
 
-def _progress_events(scans: list[FileScan]) -> list[Event]:
+def _progress_events(scans: Sequence[FileScan]) -> list[Event]:
     """The last iteration each node/rank reported, read off its progress template's last line."""
     latest: dict[tuple[str | None, int | None, str], ProgressEvent] = {}
     for scan in scans:
         for stat in scan.templates:
-            if not _PROGRESS_TEMPLATE.search(stat.template):
+            if not PROGRESS_TEMPLATE.search(stat.template):
                 continue
-            value = _PROGRESS_VALUE.search(stat.last.text)
-            iteration = small_int(value.group(1)) if value else None
+            iteration = progress_value(stat.last.text)
             if iteration is None:
                 continue
             last = stat.last
@@ -155,7 +131,7 @@ def _progress_events(scans: list[FileScan]) -> list[Event]:
 _GLOBAL_RANK = re.compile(r"\[rank(\d+)\]:")
 
 
-def rank_hosts(scans: list[FileScan]) -> dict[int, str]:
+def rank_hosts(scans: Sequence[FileScan]) -> dict[int, str]:
     """Which node each rank ran on, learnt from lines that show both (NCCL lines under a rank prefix).
 
     A job logged into one Slurm file, or one file per rank, names its nodes only in such lines; with
@@ -178,23 +154,64 @@ def _global_rank(ref: LineRef, scan: FileScan) -> int | None:
     return small_int(found.group(1)) if found else scan.rank
 
 
-def build_events(scans: list[FileScan]) -> list[Event]:
+def build_events(scans: Sequence[FileScan]) -> list[Event]:
     """The job's events in one order: by time where lines carry one, else by file and line.
 
     A line without a timestamp takes the time of the nearest earlier timed event of its file (or, above
     the first one, the next), so untimed tracebacks stay next to the timed lines around them.
     """
-    events = _hit_events(scans) + _progress_events(scans)
+    # trends builds its events from this module's records: imported here, since it imports this module
+    from crashcart.agent.trends import trend_events
+
+    events: list[Event] = [*_hit_events(scans), *_progress_events(scans), *trend_events(scans)]
     hosts = rank_hosts(scans)
     for event in events:
         if event.node is None and event.rank is not None:
             event.node = hosts.get(event.rank)
+    index = TimelineIndex(timelines(scans))
+    _mark_survived(events, scans, index)
+    mark_teardown(events, scans)
+    events += hang_events(scans, index.lines, events)
     file_order = {scan.file: i for i, scan in enumerate(scans)}
     events.sort(key=lambda e: (file_order[e.file], e.line))
     effective = _effective_times(events)
     keyed = [(_order_key(when, file_order[e.file], e.line), e) for when, e in zip(effective, events, strict=True)]
     keyed.sort(key=lambda pair: pair[0])
     return [event for _, event in keyed]
+
+
+def _mark_survived(events: Sequence[Event], scans: Sequence[FileScan], index: TimelineIndex) -> None:
+    """Signals their rank made progress after, at their last occurrence, become context ("survived").
+
+    A cancellation is left alone: ranks may step on in the grace the scheduler gives before its kill.
+    """
+    last = _last_seen(scans)
+    for event in events:
+        if not isinstance(event, (FailureEvent, XidEvent, CollectiveTimeoutEvent)):
+            continue
+        if event.role is Role.CONTEXT or event.failure_class is FailureClass.CANCELLED:
+            continue
+        seen = last.get((event.file, event.rule_id, event.rank)) or last.get((event.file, event.rule_id, None))
+        line, time = event.line, event.time
+        if seen is not None and seen.line > event.line:
+            line, time = seen.line, seen.time
+        if index.survived(event.file, event.node, event.rank, line, time):
+            event.role = Role.CONTEXT
+            event.demoted = "survived"
+
+
+def _last_seen(scans: Sequence[FileScan]) -> dict[tuple[str, str, int | None], LineRef]:
+    """The last line of each rule's templates per (file, rule, rank), and per (file, rule, None) over all ranks:
+    a file keeps only a few hits of a rule, its templates saw every line."""
+    last: dict[tuple[str, str, int | None], LineRef] = {}
+    for scan in scans:
+        for stat in scan.templates:
+            for rule_id in stat.rule_ids:
+                for key in ((scan.file, rule_id, stat.rank), (scan.file, rule_id, None)):
+                    held = last.get(key)
+                    if held is None or held.line < stat.last.line:
+                        last[key] = stat.last
+    return last
 
 
 def _effective_times(events: list[Event]) -> list[datetime | None]:
