@@ -1,8 +1,10 @@
 """The deterministic diagnosis: one root cause over its symptoms, where it happened, and the proof.
 
 Each failure signal is scored by its role (root cause over symptom), the specificity its rule declares
-(priority), whether it came first in time, and whether it is local to a few nodes/ranks. The class of the
-best signal wins; its events name the faulty nodes and ranks and supply the evidence.
+(priority), whether it came first in time, whether it is local to a few nodes/ranks, and whether it sits where
+progress stopped first. The class of the best signal wins; its events name the faulty nodes and ranks and
+supply the evidence. Context signals (outlived by training, hints, teardown) never compete; the summary may
+still name a hardware one. A verdict of a structural path (a traceback, a trend, the progress timeline) says so.
 """
 
 from __future__ import annotations
@@ -11,25 +13,37 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, XidEvent
+from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, Signal, XidEvent
+from crashcart.agent.hangs import describe as describe_hang
 from crashcart.agent.models import Alternative, Diagnosis
 from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
+from crashcart.agent.timeline import Timeline, TimelineIndex, first_to_stop, timelines
 from crashcart.knowledge.records import Evidence
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass, Role, Stage
 from crashcart.knowledge.xid import xid_info
+from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.models import FileScan
-
-Signal = FailureEvent | XidEvent | CollectiveTimeoutEvent
 
 ROLE_WEIGHT = {Role.ROOT_CAUSE: 200.0, Role.SYMPTOM: 100.0, Role.CONTEXT: 0.0}
 FIRST_BONUS = 20.0  # the first root cause in time beats the errors it caused
 LOCAL_BONUS = 5.0  # a signal on a few nodes/ranks beats one every rank prints
+STOP_BONUS = 8.0  # a signal of the rank that stopped progressing first, right after its last progress
+NEAR_CADENCES = 50  # "right after": within this many of the rank's logging intervals...
+NEAR_SECONDS = 900.0  # ... or this long, whichever is more
 CLOSE_MARGIN = 10.0  # a runner-up class this close lowers confidence
 MAX_EVIDENCE = 8
+DETAIL_CHARS = 160  # of the deciding line, quoted in the summary of a structural verdict
 LOCATE_MARGIN = 15  # root causes this much weaker than the strongest do not name nodes of their own
 # Failures of the whole job: the ranks that print them are its loggers, not its culprits.
 JOB_WIDE_CLASSES = frozenset({FailureClass.LOSS_DIVERGENCE, FailureClass.CANCELLED})
+# Rule-id prefixes of the structural paths, and how the summary names each.
+STRUCTURE_PATHS = {
+    "traceback.": "the traceback",
+    "trend.": "the loss trend",
+    "timeline.hang_stack": "the stack dumps",
+    "timeline.": "the progress timeline",
+}
 
 
 @dataclass(frozen=True)
@@ -41,10 +55,11 @@ class _Scored:
 
 def diagnose(events: Sequence[Event], scans: Sequence[FileScan]) -> Diagnosis:
     """Decide one diagnosis from the ordered event sequence (and the scans, for unknown cases)."""
-    signals = [e for e in events if isinstance(e, (FailureEvent, XidEvent, CollectiveTimeoutEvent))]
-    scored = _score(signals, scans)
+    every = [e for e in events if isinstance(e, (FailureEvent, XidEvent, CollectiveTimeoutEvent))]
+    signals = [e for e in every if e.role is not Role.CONTEXT]
+    scored = _score(signals, scans, _failure_point(scans))
     if not scored:
-        return _unknown(scans)
+        return _unknown(scans, every)
     best_by_class: dict[FailureClass, _Scored] = {}
     for item in scored:
         held = best_by_class.get(item.event.failure_class)
@@ -55,10 +70,11 @@ def diagnose(events: Sequence[Event], scans: Sequence[FileScan]) -> Diagnosis:
     if top.event.failure_class is FailureClass.UNKNOWN:
         return _unknown(scans, [s.event for s in scored])
     chosen = [s.event for s in scored if s.event.failure_class is top.event.failure_class]
-    return _build(top, chosen, ranking, signals, [e for e in events if isinstance(e, ProgressEvent)], scans)
+    progress = [e for e in events if isinstance(e, ProgressEvent)]
+    return _build(top, chosen, ranking, every, progress, scans)
 
 
-def _score(signals: list[Signal], scans: Sequence[FileScan]) -> list[_Scored]:
+def _score(signals: list[Signal], scans: Sequence[FileScan], stop: _StopPoint | None) -> list[_Scored]:
     roots = [e for e in signals if e.role is Role.ROOT_CAUSE]
     first_class = _first_class(roots)
     places = _all_places(scans)
@@ -72,8 +88,37 @@ def _score(signals: list[Signal], scans: Sequence[FileScan]) -> list[_Scored]:
             score += FIRST_BONUS
         if len(places) >= 3 and len(by_class[event.failure_class]) <= len(places) // 2:
             score += LOCAL_BONUS
+        if stop is not None and stop.near(event):
+            score += STOP_BONUS
         scored.append(_Scored(score, order, event))
     return scored
+
+
+@dataclass(frozen=True)
+class _StopPoint:
+    """Where progress stopped first: the printer that stopped, and the index that says whose lines are its."""
+
+    line: Timeline
+    index: TimelineIndex
+
+    def near(self, event: Signal) -> bool:
+        """The event is the stopped printer's, printed after its last progress and soon after it."""
+        owners, same_file = self.index.owners(event.file, event.node, event.rank)
+        if self.line not in owners:
+            return False
+        last = self.line.last
+        if same_file and event.line <= last.line:
+            return False
+        if event.time is None or last.time is None:
+            return same_file
+        window = max(NEAR_SECONDS, NEAR_CADENCES * (self.line.cadence or 0.0))
+        return 0 <= (event.time - last.time).total_seconds() <= window
+
+
+def _failure_point(scans: Sequence[FileScan]) -> _StopPoint | None:
+    lines = timelines(scans)
+    first = first_to_stop(lines)
+    return _StopPoint(first, TimelineIndex(lines)) if first is not None else None
 
 
 def _first_class(roots: list[Signal]) -> FailureClass | None:
@@ -111,28 +156,68 @@ def _build(
     top: _Scored,
     chosen: list[Signal],
     ranking: list[_Scored],
-    signals: list[Signal],
+    every: list[Signal],
     progress: list[ProgressEvent],
     scans: Sequence[FileScan],
 ) -> Diagnosis:
     cls = top.event.failure_class
+    signals = [e for e in every if e.role is not Role.CONTEXT]
     nodes, ranks = _faulty(cls, chosen, signals, scans)
     iteration = _iteration(top.event, progress, nodes)
     stage = _stage(top.event, iteration)
+    path = _structure_path(top.event)
+    summary = _summary(top.event, nodes, ranks, stage, iteration, signals)
+    summary += _outlived(every) + (f"; from {path}: {_structure_detail(top.event, scans)}" if path else "")
     return Diagnosis(
         failure_class=cls,
         action=top.event.action,
         confidence=_confidence(top, ranking),
-        summary=_summary(top.event, nodes, ranks, stage, iteration, signals),
-        faulty_nodes=nodes,
+        summary=summary,
+        faulty_nodes=_places(nodes, ranks, chosen),
         faulty_ranks=ranks,
         stage=stage,
         iteration=iteration,
         evidence=_evidence(top.event, chosen, signals),
         mitigation=_xid_step(top.event) + mitigation_steps(cls, nodes),
-        decided_by="rules",
+        decided_by="structure" if path else "rules",
         alternatives=[Alternative(failure_class=s.event.failure_class, score=round(s.score, 1)) for s in ranking[1:4]],
     )
+
+
+def _places(nodes: list[str], ranks: list[int], chosen: list[Signal]) -> list[str]:
+    """The faulty nodes; with no host known for the faulty ranks, the ranks as places ("rank 12")."""
+    if nodes or not ranks or any(e.node for e in chosen if e.rank in ranks):
+        return nodes
+    return [f"rank {rank}" for rank in ranks]
+
+
+def _structure_path(event: Signal) -> str | None:
+    """Which structural path decided, by the winning event's rule id; None for a signature."""
+    return next((name for prefix, name in STRUCTURE_PATHS.items() if event.rule_id.startswith(prefix)), None)
+
+
+def _structure_detail(event: Signal, scans: Sequence[FileScan]) -> str:
+    if isinstance(event, CollectiveTimeoutEvent) and event.rule_id.startswith("timeline."):
+        return describe_hang(event, scans)
+    text = strip_prefixes(event.text).strip()
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def _outlived(every: list[Signal]) -> str:
+    """A clause for the errors training went on after: hardware ones by name (worth a look at the node), the
+    rest as a count."""
+    survived = [e for e in every if e.demoted == "survived"]
+    hardware = [e for e in survived if e.failure_class in HARDWARE_CLASSES]
+    if hardware:
+        named = ", ".join(dict.fromkeys(_outlived_label(e) for e in hardware[:3]))
+        return f"; training outlived {named} (survived, not the cause: worth a check)"
+    return f"; training outlived {len(survived)} earlier error(s)" if survived else ""
+
+
+def _outlived_label(event: Signal) -> str:
+    where = event.node or (f"rank {event.rank}" if event.rank is not None else event.file)
+    what = f"XID {event.xid}" if isinstance(event, XidEvent) else f"a {event.failure_class.value} error"
+    return f"{what} on {where}"
 
 
 def _xid_step(event: Signal) -> list[str]:
@@ -154,6 +239,10 @@ def _faulty(
 ) -> tuple[list[str], list[int]]:
     """Nodes/ranks where the root cause shows, when it is local (or the job has just one)."""
     if cls is FailureClass.COLLECTIVE_TIMEOUT:
+        named = [e for e in chosen if e.rule_id.startswith("timeline.") and e.rank is not None]
+        hung = sorted({e.rank for e in named if e.rank is not None})
+        if hung:  # the hang's outlier (its stack differs) or the rank that stopped first
+            return list(dict.fromkeys(e.node for e in named if e.node)), hung
         return [], _silent_ranks(chosen, scans)
     if cls in JOB_WIDE_CLASSES:
         return [], []

@@ -44,7 +44,8 @@ class Diagnosis(Strict):
     iteration: int | None = None
     evidence: list[Evidence] = []
     mitigation: list[str] = []
-    decided_by: Literal["rules", "memory", "llm", "none"] = "rules"
+    # rules: a signature; structure: a traceback, a trend or the progress timeline (agent/diagnose.py)
+    decided_by: Literal["rules", "structure", "memory", "llm", "none"] = "rules"
     alternatives: list[Alternative] = []
     similar: list[SimilarIncident] = []  # most similar past incidents, best first (empty without memory)
     novel: bool | None = None  # True: nothing in memory is similar; None: memory not consulted or empty

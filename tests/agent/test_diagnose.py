@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from crashcart.agent.diagnose import diagnose
-from crashcart.agent.events import CollectiveTimeoutEvent, FailureEvent, ProgressEvent, XidEvent
+from crashcart.agent.events import CollectiveTimeoutEvent, FailureEvent, ProgressEvent, XidEvent, build_events
+from crashcart.api import triage
+from crashcart.evals.metrics import node_matches
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role, Stage
-from crashcart.parsers.models import FileScan, TemplateStat
+from crashcart.parsers.models import FileScan, Frame, StackDump, TemplateStat
 
 T0 = datetime(2024, 11, 28, 7, 0, 0)
 
@@ -227,3 +230,109 @@ def test_job_wide_classes_name_no_culprit_rank() -> None:
     ]
     d = diagnose(events, [_scan("a.log", None, list(range(16)))])
     assert (d.failure_class, d.faulty_nodes, d.faulty_ranks) == (FailureClass.LOSS_DIVERGENCE, [], [])
+
+
+def _write(folder: Path, name: str, *lines: str) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text("\n".join(lines) + "\n")
+
+
+# Megatron-LM's training_log (megatron/training/training.py), as in knowledge/healthy/megatron.log
+STEP = (
+    " [2024-08-30 {hms}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
+    " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"
+)
+
+
+def _steps(start: str, count: int, first_it: int = 510) -> list[str]:
+    t = datetime.fromisoformat(f"2024-08-30T{start}")
+    times = [(t + timedelta(seconds=30 * i)).strftime("%H:%M:%S") for i in range(count)]
+    return [STEP.format(hms=hms, it=first_it + 10 * i) for i, hms in enumerate(times)]
+
+
+def test_a_hardware_xid_the_node_trained_past_is_named_in_the_summary_but_not_the_verdict(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    # dmesg of the node (leptonai/gpud#46), its training log going on for minutes, then a CUDA OOM
+    # (Lightning-AI/litgpt#303)
+    xid = (
+        "[Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828, name=pt_main_thread, Ch 00000008,"
+        " errorString CTX SWITCH TIMEOUT, Info 0x58005"
+    )
+    oom = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.06 GiB. GPU 0 has a total capacty of"
+        " 23.70 GiB of which 1.27 GiB is free."
+    )
+    _write(job, "kernel-node07.log", xid)
+    _write(job, "node07.log", *_steps("11:43:00", 20), oom)
+    d = triage([job], workers=1).diagnosis
+    assert d.failure_class is FailureClass.GPU_OOM
+    assert "training outlived XID 109 on node07 (survived, not the cause: worth a check)" in d.summary
+    _write(job, "node07.log", *_steps("11:33:00", 20), oom)  # the last step before the Xid: it stands
+    assert triage([job], workers=1).diagnosis.failure_class is FailureClass.GPU_HARDWARE
+
+
+def test_the_cause_on_the_rank_that_stopped_first_beats_a_peers_reaction_to_it(tmp_path: Path) -> None:
+    # rank 1's GPU fails (bmaltais/kohya_ss#733) a minute before rank 0 stops stepping; rank 0's socket to it is
+    # reset (NVIDIA/nccl#193), a slightly more specific rule
+    job = tmp_path / "job"
+    _write(job, "rank1.log", *_steps("10:03:10", 2), "RuntimeError: CUDA error: unknown error")
+    reset = "worker0-0d9gnb:15:91 [3] include/socket.h 398 NCCL WARN Call to write failed : Connection reset by peer."
+    _write(job, "rank0.log", *_steps("10:03:10", 4), reset)
+    d = triage([job], workers=1).diagnosis
+    assert d.failure_class is FailureClass.CUDA_ERROR
+    assert d.faulty_nodes == ["rank 1"] and d.faulty_ranks == [1]  # no host known: the rank as the place
+    assert node_matches("rank1", d.faulty_nodes, []) and not node_matches("rank0", d.faulty_nodes, [])
+    # without the progress lines nobody stopped first, and the more specific rule wins
+    _write(job, "rank1.log", "RuntimeError: CUDA error: unknown error")
+    _write(job, "rank0.log", reset)
+    assert triage([job], workers=1).diagnosis.failure_class is FailureClass.NETWORK
+
+
+def test_a_stall_with_no_deeper_cause_is_a_collective_timeout_decided_by_the_timeline(tmp_path: Path) -> None:
+    # steps every 30 s, then nothing until DeepSpeed's launcher kills the workers (deepspeedai/DeepSpeed#1581)
+    killing = "[2024-08-30 13:32:07,148] [INFO] [launch.py:131:sigkill_handler] Killing subprocess 250621"
+    _write(tmp_path / "job", "node03.log", *_steps("11:00:00", 10), killing)
+    d = triage([tmp_path / "job"], workers=1).diagnosis
+    assert (d.failure_class, d.decided_by) == (FailureClass.COLLECTIVE_TIMEOUT, "structure")
+    assert d.summary.endswith(
+        "from the progress timeline: no progress for 147 min after this line while the log went on"
+    )
+    assert d.evidence[0].rule_id == "timeline.hang_stall" and "iteration      600/" in d.evidence[0].text
+
+
+def test_context_signals_never_decide() -> None:
+    # a rule that fired on PyTorch's note under a CUDA error (kohya-ss/sd-scripts#1434), made context by events
+    note = _fail(FailureClass.CUDA_ERROR, 90, text="For debugging consider passing CUDA_LAUNCH_BLOCKING=1.")
+    d = diagnose([note.model_copy(update={"role": Role.CONTEXT, "demoted": "hint"})], [_scan("a.log", None, [None])])
+    assert d.failure_class is FailureClass.UNKNOWN
+    assert d.evidence[0].text == "For debugging consider passing CUDA_LAUNCH_BLOCKING=1."
+
+
+def test_a_hang_in_stack_dumps_names_the_rank_whose_stack_differs() -> None:
+    # py-spy dumps of a BLOOM eval hang (bigscience-workshop/bigscience, train/tr11-176B-ml/chronicles.md): two
+    # ranks wait in broadcast, one in its DataLoader queue. Innermost frame last.
+    common = [
+        Frame(file="megatron/training.py", function="evaluate"),
+        Frame(file="pretrain_gpt.py", function="get_batch_pipe"),
+    ]
+    waiting = [*common, Frame(file="torch/distributed/distributed_c10d.py", function="broadcast", package="torch")]
+    loading = [
+        Frame(file="megatron/training.py", function="evaluate"),
+        Frame(file="torch/utils/data/dataloader.py", function="_try_get_data", package="torch"),
+        Frame(file="queue.py", function="get", package="python"),
+        Frame(file="threading.py", function="wait", package="python"),
+    ]
+    scans = []
+    for rank, (pid, state, frames) in enumerate(
+        [(688514, "idle", loading), (688515, "active", waiting), (688516, "active", waiting)]
+    ):
+        header = f'Thread {pid} ({state}): "MainThread"'
+        ref = LineRef(file=f"trace-{rank}.out", line=2, text=header, rank=rank)
+        dump = StackDump(start=ref, thread=header, frames=frames)
+        scans.append(FileScan(file=ref.file, rank=rank, lines=20, bytes=900, hits=[], templates=[], stacks=[dump]))
+    d = diagnose(build_events(scans), scans)
+    assert (d.failure_class, d.decided_by, d.faulty_ranks) == (FailureClass.COLLECTIVE_TIMEOUT, "structure", [0])
+    assert d.summary.endswith(
+        "from the stack dumps: rank 0's stack (in _try_get_data, torch/utils/data/dataloader.py)"
+        " differs from its peers'"
+    )

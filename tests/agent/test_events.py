@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from pydantic import TypeAdapter
 
@@ -14,7 +15,9 @@ from crashcart.agent.events import (
     ProgressEvent,
     XidEvent,
     build_events,
+    is_hint,
 )
+from crashcart.api import triage
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
 from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
@@ -205,3 +208,70 @@ def test_an_absurd_iteration_is_no_progress() -> None:
         template_id="t", template=" iteration <NUM>/ <NUM> | lm loss: <NUM> |", rank=0, count=50, first=last, last=last
     )
     assert build_events([_scan("a.log", [], [stat])]) == []
+
+
+# PyTorch's notes under a CUDA error (kohya-ss/sd-scripts#1434), behind torchrun's rank prefix
+HINTS = [
+    "[rank1]: CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below"
+    " might be incorrect.",
+    "[rank1]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+    "[rank1]: Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+]
+
+
+def test_whatever_rule_fires_on_a_hint_line_its_event_is_context() -> None:
+    # an operator's rule on "CUDA" would fire on the notes; the error above them keeps its own role
+    ecc = "[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered"  # kohya-ss/sd-scripts#1434
+    hits = [_hit("t.log", 1, ecc, FailureClass.GPU_HARDWARE, rule="op.cuda", rank=1)]
+    hits += [
+        _hit("t.log", n, text, FailureClass.GPU_HARDWARE, rule=f"op.cuda{n}", rank=1) for n, text in enumerate(HINTS, 2)
+    ]
+    events = build_events([_scan("t.log", hits)])
+    assert [(e.line, e.role, e.demoted) for e in events] == [
+        (1, Role.ROOT_CAUSE, None),
+        (2, Role.CONTEXT, "hint"),
+        (3, Role.CONTEXT, "hint"),
+        (4, Role.CONTEXT, "hint"),
+    ]
+
+
+def test_a_message_that_carries_a_hint_after_it_is_no_hint() -> None:
+    # sgl-project/sglang#3460: NCCL's hint inside the error that names the failure
+    nccl = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
+    assert not is_hint(nccl)
+    assert is_hint("7: For debugging consider passing CUDA_LAUNCH_BLOCKING=1")  # srun --label's prefix peeled
+
+
+# lit-llama's step lines and the HCA's port error between them (Lightning-AI/lit-llama#380); the job then dies of
+# a CUDA OOM (the line as in Lightning-AI/litgpt#303).
+LIT = [
+    "iter 83592: loss 1.5455, time: 4401.19ms, speed: - toks/s/device",
+    "iter 83593: loss 2.6294, time: 6669.64ms, speed: - toks/s/device",
+    "gpu-48:34050:34121 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error",
+    "iter 83594: loss 1.9491, time: 6235.95ms, speed: 1771 toks/s/device",
+    "iter 83595: loss 1.9491, time: 6235.95ms, speed: 1771 toks/s/device",
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.06 GiB. GPU 0 has a total capacty of"
+    " 23.70 GiB of which 1.27 GiB is free.",
+]
+
+
+def test_an_error_the_rank_kept_training_after_is_context_not_the_cause(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(LIT) + "\n")
+    report = triage(log, workers=1)
+    port = next(e for e in report.events if getattr(e, "rule_id", "") == "net.ib.async_event")
+    assert (port.role, port.demoted) == (Role.CONTEXT, "survived")
+    assert report.diagnosis.failure_class is FailureClass.GPU_OOM
+    assert "training outlived a network error on gpu-48" in report.diagnosis.summary
+    # the port error as the last thing the rank printed: nothing outlived it, it stands
+    log.write_text("\n".join(LIT[:3]) + "\n")
+    assert triage(log, workers=1).diagnosis.failure_class is FailureClass.NETWORK
+
+
+def test_the_last_of_a_repeated_error_decides_whether_it_was_outlived(tmp_path: Path) -> None:
+    # the port error again after the last step (NVIDIA/nccl#905: "the log is full of" them): not outlived
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([*LIT[:5], LIT[2]]) + "\n")
+    report = triage(log, workers=1)
+    port = next(e for e in report.events if getattr(e, "rule_id", "") == "net.ib.async_event")
+    assert (port.line, port.count, port.role) == (3, 2, Role.ROOT_CAUSE)
