@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import hyperscan
@@ -12,6 +13,7 @@ from crashcart.knowledge.rules import SIGNATURE_DIR, Rule, load_rule_file, load_
 from crashcart.knowledge.taxonomy import FailureClass, Role
 
 ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
+CORPUS = Path(__file__).resolve().parents[2] / "evals" / "corpus"
 
 HEALTHY_LOG = """\
 W0501 10:00:00.000000 139 torch/distributed/run.py:779] *****************************************
@@ -160,6 +162,46 @@ def test_every_shipped_rule_names_a_source() -> None:
     files = sorted(SIGNATURE_DIR.glob("*.yaml"))
     unsourced = {r.id for p in files for r in load_rule_file(p) if not r.sources}
     assert unsourced == UNSOURCED
+
+
+# Short lines ('Killed', 'MemoryError') read the same in every log; only longer ones tell where they came from.
+MIN_TELLING = 20
+
+
+def _case_logs(evalset: Path) -> list[str]:
+    return [p.read_text(encoding="utf-8", errors="replace") for p in sorted((evalset / "cases").iterdir())]
+
+
+def heldout_only(lines: list[str], heldout: list[str], dev: list[str]) -> list[str]:
+    """The lines that only a held-out log holds: they came from the half nothing may be tuned on."""
+    return [
+        line
+        for line in lines
+        if len(line) >= MIN_TELLING and any(line in log for log in heldout) and not any(line in log for log in dev)
+    ]
+
+
+def test_heldout_only_flags_a_line_no_dev_log_holds() -> None:
+    lost = "ORTE has lost communication with a remote daemon."  # open-mpi/ompi#6618
+    killed = "Killed"  # castorini/hedwig#70
+    heldout = [f"{lost}\n{killed}\n"]
+    assert heldout_only([lost, killed], heldout, dev=[]) == [lost]  # the short line tells nothing
+    assert heldout_only([lost, killed], heldout, dev=[f"{lost}\n"]) == []
+
+
+def test_no_shipped_line_comes_from_the_heldout_half(rules: list[Rule], dev_evalset: Path) -> None:
+    """evals/corpus/README.md: no rule or example may come from evals/corpus/heldout; dev and the shared dev set may."""
+    lines = [line for rule in rules for line in [*rule.examples, *rule.counter_examples]]
+    dev = _case_logs(CORPUS / "dev") + _case_logs(dev_evalset)
+    assert heldout_only(lines, _case_logs(CORPUS / "heldout"), dev) == []
+
+
+def test_no_source_is_a_heldout_thread(rules: list[Rule]) -> None:
+    """The corpus is split by source, so a thread a held-out case was mined from is held out as a whole."""
+    labels = (CORPUS / "heldout" / "labels.jsonl").read_text(encoding="utf-8").splitlines()
+    heldout = {json.loads(row)["source"].lower() for row in labels if row.strip()}
+    assert heldout, "the held-out half cites its sources"
+    assert [(r.id, s) for r in rules for s in r.sources if s.lower() in heldout] == []
 
 
 def test_a_rule_without_sources_loads_with_none(tmp_path: Path) -> None:
@@ -401,9 +443,9 @@ SCENARIOS = [
         ],
         FailureClass.CANCELLED,
     ),
-    (  # pytorch/pytorch#10938: PIL's PNG plugin reads a chunk length past the end of a truncated file
+    (  # ShivamShrirao/diffusers#79: PIL's PNG plugin reads a chunk past the end of a truncated file
         "a short struct read under an image decoder is data",
-        ["struct.error: unpack requires a buffer of 4 bytes"],
+        ["struct.error: unpack_from requires a buffer of at least 4 bytes"],
         FailureClass.DATA_ERROR,
     ),
     (
