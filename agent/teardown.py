@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Literal
 
 from crashcart.agent.event_kinds import CollectiveTimeoutEvent, Event, FailureEvent, Signal, XidEvent
-from crashcart.knowledge.context_lines import teardown_patterns
+from crashcart.knowledge.context_lines import teardown_scope
 from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.models import FileScan
 
@@ -69,7 +69,7 @@ def teardown_starts(scans: Sequence[FileScan], signals: Sequence[Signal]) -> lis
     for scan in scans:
         for stat in scan.templates:
             ref = stat.first
-            scope = next((scope for pattern, scope in teardown_patterns() if pattern.search(ref.text)), None)
+            scope = teardown_scope(ref.text)
             if scope is not None:
                 start = TeardownStart(ref.file, ref.line, ref.time, ref.node or scan.node, scope)
                 _keep_first(firsts, start)

@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from statistics import median
 
 from crashcart.parsers.models import FileScan
@@ -108,11 +109,18 @@ def _progress_lines(scan: FileScan) -> Iterable[_Line]:
         if point.iteration is not None:
             yield point.line, point.time, point.node, point.rank, point.text, point.iteration
     for stat in scan.templates:
-        if PROGRESS_TEMPLATE.search(stat.template):
+        if is_progress_template(stat.template):
             for ref in (stat.first, stat.last):
                 iteration = progress_value(ref.text)
                 if iteration is not None:
                     yield ref.line, ref.time, ref.node, ref.rank, ref.text, iteration
+
+
+@lru_cache(maxsize=1 << 16)
+def is_progress_template(template: str) -> bool:
+    """A template of progress lines (iteration/step and its number). Cached: 20k per-rank files share their
+    templates' texts, and the regex would run on every file's copy."""
+    return PROGRESS_TEMPLATE.search(template) is not None
 
 
 def progress_value(text: str) -> int | None:

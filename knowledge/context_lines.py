@@ -62,12 +62,15 @@ class TeardownFamily(_Family):
     """A launcher line that starts stopping the group: its own node's workers, or every task of the job."""
 
     scope: Literal["node", "job"]
+    words: list[str] = Field(min_length=1)  # literals one of which every line of the family holds
 
     @model_validator(mode="after")
     def _examples_match(self) -> TeardownFamily:
         for example in self.examples:
             if not re.search(self.pattern, example.line):
                 raise ValueError(f"{self.id}: pattern does not match its example {example.line!r}")
+            if not any(word in example.line for word in self.words):
+                raise ValueError(f"{self.id}: its example {example.line!r} holds none of its words")
         return self
 
 
@@ -96,10 +99,29 @@ def load_context_lines(path: Path = CONTEXT_LINES) -> ContextLines:
 @lru_cache(maxsize=1)
 def hint_pattern() -> re.Pattern[str]:
     """One pattern for every shipped hint family: match it on a message with its launcher prefixes peeled off."""
-    return re.compile("|".join(f"(?:{family.pattern})" for family in load_context_lines().hints))
+    return re.compile("|".join(f"(?:{family.pattern})" for family in load_context_lines_cached().hints))
 
 
 @lru_cache(maxsize=1)
-def teardown_patterns() -> tuple[tuple[re.Pattern[str], Literal["node", "job"]], ...]:
-    """(pattern, scope) for every shipped teardown family, to search anywhere in a line."""
-    return tuple((re.compile(family.pattern), family.scope) for family in load_context_lines().teardown)
+def _teardown_checks() -> tuple[tuple[str, re.Pattern[str], Literal["node", "job"]], ...]:
+    """(word, pattern, scope), one row per word of each family."""
+    return tuple(
+        (word, re.compile(family.pattern), family.scope)
+        for family in load_context_lines_cached().teardown
+        for word in family.words
+    )
+
+
+def teardown_scope(text: str) -> Literal["node", "job"] | None:
+    """The scope of the teardown the line starts, or None. A family's pattern runs only on a line that holds
+    one of its words: this is asked of every template of the job."""
+    for word, pattern, scope in _teardown_checks():
+        if word in text and pattern.search(text):
+            return scope
+    return None
+
+
+@lru_cache(maxsize=1)
+def load_context_lines_cached() -> ContextLines:
+    """The shipped file, read once per process."""
+    return load_context_lines()

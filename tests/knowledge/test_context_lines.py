@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crashcart.knowledge.context_lines import CONTEXT_LINES, hint_pattern, load_context_lines, teardown_patterns
+from crashcart.knowledge.context_lines import CONTEXT_LINES, hint_pattern, load_context_lines, teardown_scope
 from crashcart.knowledge.errors import KnowledgeError
 
 
@@ -27,16 +27,14 @@ def test_every_hint_example_matches_the_combined_pattern_and_no_listed_message_d
     assert len(shipped.not_hints) >= 3
 
 
-def test_every_teardown_example_is_found_by_its_scope() -> None:
+def test_every_teardown_example_is_found_with_its_scope_and_a_hint_is_no_teardown() -> None:
     shipped = load_context_lines()
-    for family in shipped.teardown:
-        for example in family.examples:
-            scopes = [scope for pattern, scope in teardown_patterns() if pattern.search(example.line)]
-            assert scopes == [family.scope], example.line
+    assert all(teardown_scope(e.line) == f.scope for f in shipped.teardown for e in f.examples)
+    assert all(teardown_scope(e.line) is None for f in shipped.hints for e in f.examples)
 
 
 _HEAD = (
-    "version: 1\nteardown: [{id: teardown.x, printed_by: some launcher, scope: job, pattern: 'x', "
+    "version: 1\nteardown: [{id: teardown.x, printed_by: some launcher, scope: job, words: [x], pattern: 'x', "
     "examples: [{line: x, seen_in: a/b#1}]}]\n"
 )
 _HINT = "hints: [{id: hint.x, printed_by: a program, pattern: 'x', examples: [{line: x, seen_in: %s}]}]\n"
@@ -64,6 +62,7 @@ _HINT = "hints: [{id: hint.x, printed_by: a program, pattern: 'x', examples: [{l
             _HEAD + _HINT % "a/b#1" + "not_hints: [{line: 'x then more', seen_in: a/b#2}]\n",
             "listed under not_hints",
         ),
+        (_HEAD.replace("words: [x]", "words: [y]") + _HINT % "a/b#1", "holds none of its words"),
         (
             _HEAD.replace("version: 1", "version: 2") + _HINT % "a/b#1",
             "has version 2",
