@@ -24,7 +24,7 @@ from crashcart.agent.event_kinds import (
 )
 from crashcart.agent.hangs import hang_events
 from crashcart.agent.teardown import mark_teardown
-from crashcart.agent.timeline import PROGRESS_TEMPLATE, TimelineIndex, progress_value, timelines
+from crashcart.agent.timeline import TimelineIndex, is_progress_template, progress_value, timelines
 from crashcart.knowledge.context_lines import hint_pattern
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role, Stage
@@ -113,7 +113,7 @@ def _progress_events(scans: Sequence[FileScan]) -> list[Event]:
     latest: dict[tuple[str | None, int | None, str], ProgressEvent] = {}
     for scan in scans:
         for stat in scan.templates:
-            if not PROGRESS_TEMPLATE.search(stat.template):
+            if not is_progress_template(stat.template):
                 continue
             iteration = progress_value(stat.last.text)
             if iteration is None:
@@ -160,10 +160,16 @@ def build_events(scans: Sequence[FileScan]) -> list[Event]:
     A line without a timestamp takes the time of the nearest earlier timed event of its file (or, above
     the first one, the next), so untimed tracebacks stay next to the timed lines around them.
     """
-    # trends builds its events from this module's records: imported here, since it imports this module
+    # tracebacks and trends build their events from this module's records: imported here, since they import it
+    from crashcart.agent.tracebacks import traceback_events
     from crashcart.agent.trends import trend_events
 
-    events: list[Event] = [*_hit_events(scans), *_progress_events(scans), *trend_events(scans)]
+    events: list[Event] = [
+        *_hit_events(scans),
+        *_progress_events(scans),
+        *traceback_events(scans),
+        *trend_events(scans),
+    ]
     hosts = rank_hosts(scans)
     for event in events:
         if event.node is None and event.rank is not None:
