@@ -28,7 +28,7 @@ from crashcart.parsers.models import FileScan
 ROLE_WEIGHT = {Role.ROOT_CAUSE: 200.0, Role.SYMPTOM: 100.0, Role.CONTEXT: 0.0}
 FIRST_BONUS = 20.0  # the first root cause in time beats the errors it caused
 LOCAL_BONUS = 5.0  # a signal on a few nodes/ranks beats one every rank prints
-STOP_BONUS = 8.0  # a signal of the rank that stopped progressing first, right after its last progress
+STOP_BONUS = 15.0  # a signal of the rank that stopped progressing first, soon after its last step (< FIRST_BONUS)
 NEAR_CADENCES = 50  # "right after": within this many of the rank's logging intervals...
 NEAR_SECONDS = 900.0  # ... or this long, whichever is more
 CLOSE_MARGIN = 10.0  # a runner-up class this close lowers confidence

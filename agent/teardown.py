@@ -34,7 +34,7 @@ class TeardownStart:
 
 
 # slurmstepd's own clock in its cancellation line, when the line has no leading timestamp:
-# `*** STEP 55595933.0 ON maestro-3017 CANCELLED AT 2025-01-10T15:27:25 ...` (Lightning-AI/pytorch-lightning#20542)
+# `slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***` (IGNF/myria3d#123)
 _CANCELLED_AT = re.compile(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
 
 

@@ -239,15 +239,15 @@ def _write(folder: Path, name: str, *lines: str) -> None:
 
 # Megatron-LM's training_log (megatron/training/training.py), as in knowledge/healthy/megatron.log
 STEP = (
-    " [2024-08-30 {hms}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
+    " [{day} {hms}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
     " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"
 )
 
 
-def _steps(start: str, count: int, first_it: int = 510) -> list[str]:
-    t = datetime.fromisoformat(f"2024-08-30T{start}")
+def _steps(start: str, count: int, first_it: int = 510, day: str = "2024-08-30") -> list[str]:
+    t = datetime.fromisoformat(f"{day}T{start}")
     times = [(t + timedelta(seconds=30 * i)).strftime("%H:%M:%S") for i in range(count)]
-    return [STEP.format(hms=hms, it=first_it + 10 * i) for i, hms in enumerate(times)]
+    return [STEP.format(day=day, hms=hms, it=first_it + 10 * i) for i, hms in enumerate(times)]
 
 
 def test_a_hardware_xid_the_node_trained_past_is_named_in_the_summary_but_not_the_verdict(tmp_path: Path) -> None:
@@ -273,11 +273,14 @@ def test_a_hardware_xid_the_node_trained_past_is_named_in_the_summary_but_not_th
 
 def test_the_cause_on_the_rank_that_stopped_first_beats_a_peers_reaction_to_it(tmp_path: Path) -> None:
     # rank 1's GPU fails (bmaltais/kohya_ss#733) a minute before rank 0 stops stepping; rank 0's socket to it is
-    # reset (NVIDIA/nccl#193), a slightly more specific rule
+    # then reset (NVIDIA/nccl#1920), a slightly more specific rule
     job = tmp_path / "job"
-    _write(job, "rank1.log", *_steps("10:03:10", 2), "RuntimeError: CUDA error: unknown error")
-    reset = "worker0-0d9gnb:15:91 [3] include/socket.h 398 NCCL WARN Call to write failed : Connection reset by peer."
-    _write(job, "rank0.log", *_steps("10:03:10", 4), reset)
+    _write(job, "rank1.log", *_steps("11:18:40", 2, day="2025-11-24"), "RuntimeError: CUDA error: unknown error")
+    reset = (
+        "2025-11-24T03:20:21.001125857Z [2025-11-24 11:20:21] gpu-server320 [5] misc/socket.cc:46 NCCL WARN"
+        " socketProgressOpt: Call to send to 10.44.137.149<52905> failed : Connection reset by peer"
+    )
+    _write(job, "rank0.log", *_steps("11:18:40", 4, day="2025-11-24"), reset)
     d = triage([job], workers=1).diagnosis
     assert d.failure_class is FailureClass.CUDA_ERROR
     assert d.faulty_nodes == ["rank 1"] and d.faulty_ranks == [1]  # no host known: the rank as the place
@@ -301,7 +304,7 @@ def test_a_stall_with_no_deeper_cause_is_a_collective_timeout_decided_by_the_tim
 
 
 def test_context_signals_never_decide() -> None:
-    # a rule that fired on PyTorch's note under a CUDA error (kohya-ss/sd-scripts#1434), made context by events
+    # a rule that fired on PyTorch's note under a CUDA error (WangLibo1995/GeoSeg#20), made context by events
     note = _fail(FailureClass.CUDA_ERROR, 90, text="For debugging consider passing CUDA_LAUNCH_BLOCKING=1.")
     d = diagnose([note.model_copy(update={"role": Role.CONTEXT, "demoted": "hint"})], [_scan("a.log", None, [None])])
     assert d.failure_class is FailureClass.UNKNOWN

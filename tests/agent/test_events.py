@@ -210,7 +210,7 @@ def test_an_absurd_iteration_is_no_progress() -> None:
     assert build_events([_scan("a.log", [], [stat])]) == []
 
 
-# PyTorch's notes under a CUDA error (kohya-ss/sd-scripts#1434), behind torchrun's rank prefix
+# PyTorch's notes under a CUDA error (bghira/SimpleTuner#1775, WangLibo1995/GeoSeg#20), behind torchrun's prefix
 HINTS = [
     "[rank1]: CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below"
     " might be incorrect.",
@@ -221,7 +221,7 @@ HINTS = [
 
 def test_whatever_rule_fires_on_a_hint_line_its_event_is_context() -> None:
     # an operator's rule on "CUDA" would fire on the notes; the error above them keeps its own role
-    ecc = "[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered"  # kohya-ss/sd-scripts#1434
+    ecc = "[rank1]: RuntimeError: CUDA error: device-side assert triggered"  # WangLibo1995/GeoSeg#20
     hits = [_hit("t.log", 1, ecc, FailureClass.GPU_HARDWARE, rule="op.cuda", rank=1)]
     hits += [
         _hit("t.log", n, text, FailureClass.GPU_HARDWARE, rule=f"op.cuda{n}", rank=1) for n, text in enumerate(HINTS, 2)

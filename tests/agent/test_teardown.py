@@ -11,7 +11,7 @@ from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.models import FileScan, TemplateStat
 
 # rank 1 fails in the training code (alibaba/RecIS#15); torchrun stops the node's other workers (NVIDIA/nccl#1409);
-# rank 0's DataLoader worker dies of the SIGKILL that follows (the line as in hezhangsprinter/DCPDN#12).
+# rank 0's DataLoader worker dies of the SIGKILL that follows (the line as in pytorch/pytorch#8976).
 BUG = (
     "[rank1]: AttributeError: 'Trainer' object has no attribute '_train_eval_loop'. "
     "Did you mean: '_train_evaluate_loop'?"
@@ -20,7 +20,7 @@ SIGTERM = (
     "W0816 01:45:41.684000 140650667333440 torch/distributed/elastic/multiprocessing/api.py:858] "
     "Sending process 340263 closing signal SIGTERM"
 )
-KILLED = "[rank0]: RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed."
+KILLED = "[rank0]: RuntimeError: DataLoader worker (pid 1817) is killed by signal: Killed. "
 
 
 def _write(tmp_path: Path, name: str, *lines: str) -> Path:
@@ -40,22 +40,23 @@ def test_another_ranks_error_after_torchrun_started_the_teardown_is_context(tmp_
     assert alone.diagnosis.failure_class is FailureClass.HOST_OOM
 
 
-# Slurm's time limit (Lightning-AI/pytorch-lightning#20542) in the batch output, and in rank 0's own log a step
-# after it (the job had bypassed the first SIGTERM there) and the DataLoader worker killed at the end of the grace.
-STEPD = "slurmstepd: error: *** STEP 55595933.0 ON maestro-3017 CANCELLED AT 2025-01-10T15:27:25 DUE TO TIME LIMIT ***"
-ABORTED = "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."
+# Someone scancels the job (slurmstepd's line as in IGNF/myria3d#123) and srun stops the step (huggingface/m4-logs,
+# tr_141-hanging); rank 0's own log has its steps until then and the DataLoader worker killed at the end of the grace.
+STEPD = "slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***"
+ABORTED = "srun: Job step aborted: Waiting up to 62 seconds for job step to finish."
 # Megatron-LM's training_log (megatron/training/training.py), as in knowledge/healthy/megatron.log
 STEP = (
-    " [2025-01-10 15:27:{ss}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
+    " [2024-04-23 12:18:{ss}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
     " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"
 )
 
 
 def test_a_cancellation_with_no_failure_before_it_stays_a_cancellation(tmp_path: Path) -> None:
+    # the cancellation's own time ("CANCELLED AT") places it before the untimed error of the other file
     job = tmp_path / "job"
     job.mkdir()
-    _write(job, "slurm-55595933.out", STEPD, ABORTED)
-    _write(job, "rank0.log", STEP.format(ss="10", it=510), STEP.format(ss="40", it=520), KILLED)
+    _write(job, "slurm-6053.out", STEPD, ABORTED)
+    _write(job, "rank0.log", STEP.format(ss="01", it=510), STEP.format(ss="31", it=520), KILLED)
     report = triage([job], workers=1)
     assert report.diagnosis.failure_class is FailureClass.CANCELLED
     killed = next(e for e in report.events if getattr(e, "rule_id", "") == "mem.host.dataloader_killed")

@@ -20,8 +20,8 @@ MEGATRON = (
     " [2024-05-01 10:{mm}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
     " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"
 )
-# slurmstepd's time-limit line (Lightning-AI/pytorch-lightning#20542): "STEP 55595933" is no training step
-STEPD = "slurmstepd: error: *** STEP 55595933.0 ON maestro-3017 CANCELLED AT 2025-01-10T15:27:25 DUE TO TIME LIMIT ***"
+# slurmstepd's cancellation line (IGNF/myria3d#123): "STEP 6053" is no training step
+STEPD = "slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***"
 
 
 def _megatron(line: int, mm: str, it: int, file: str = "rank0.log", rank: int | None = 0) -> MetricPoint:
@@ -56,10 +56,10 @@ def test_metric_points_per_rank_with_the_median_gap_as_cadence() -> None:
 
 
 def test_a_line_a_rule_matched_is_no_progress() -> None:
-    stepd = MetricPoint(line=50, text=STEPD, rank=0, iteration=55595933)  # what the metric pattern reads off it
+    stepd = MetricPoint(line=50, text=STEPD, rank=0, iteration=6053)  # what the metric pattern reads off it
     hit = RuleHit(
-        rule_id="sched.time_limit", failure_class=FailureClass.CANCELLED, action=Action.RETRY,
-        role=Role.ROOT_CAUSE, priority=80, stage=Stage.SHUTDOWN, ref=LineRef(file="rank0.log", line=50, text=STEPD),
+        rule_id="sched.scancel", failure_class=FailureClass.CANCELLED, action=Action.RETRY,
+        role=Role.ROOT_CAUSE, priority=30, stage=Stage.SHUTDOWN, ref=LineRef(file="rank0.log", line=50, text=STEPD),
     )  # fmt: skip
     scan = _scan("rank0.log", [_megatron(10, "03:10", 510), stepd]).model_copy(update={"hits": [hit]})
     (line,) = timelines([scan])

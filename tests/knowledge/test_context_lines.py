@@ -22,7 +22,7 @@ def test_the_shipped_file_loads_and_every_example_names_its_source() -> None:
 def test_every_hint_example_matches_the_combined_pattern_and_no_listed_message_does() -> None:
     shipped = load_context_lines()
     assert all(hint_pattern().match(e.line.lstrip()) for f in shipped.hints for e in f.examples)
-    # kohya-ss/sd-scripts#1434, sgl-project/sglang#3460, open-mmlab/mmsegmentation#1356: the message comes first
+    # WangLibo1995/GeoSeg#20, sgl-project/sglang#3460, open-mmlab/mmsegmentation#1356: the message comes first
     assert [s.line for s in shipped.not_hints if hint_pattern().match(s.line)] == []
     assert len(shipped.not_hints) >= 3
 
@@ -43,7 +43,7 @@ _HINT = "hints: [{id: hint.x, printed_by: a program, pattern: 'x', examples: [{l
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (  # both lines as printed in kohya-ss/sd-scripts#1434
+        (  # both lines as printed in bghira/SimpleTuner#1775
             _HEAD + "hints: [{id: hint.x, printed_by: a program, pattern: 'For debugging consider passing', "
             "examples: [{line: 'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.', "
             "seen_in: a/b#1}]}]\n",
