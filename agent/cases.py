@@ -79,9 +79,10 @@ def add_from_paths(
 
 
 def rules_missed(report: Report, failure_class: FailureClass) -> bool:
-    """Whether the fast filter alone would not have named this confirmed class: worth a new rule."""
+    """Whether the rules would not have named this confirmed class: worth a new rule. A verdict read from the
+    failure's structure (a traceback, a trend) comes back without one."""
     d = report.diagnosis
-    return d.decided_by != "rules" or d.failure_class is not failure_class
+    return d.decided_by not in ("rules", "structure") or d.failure_class is not failure_class
 
 
 def teach_rules(report: Report, failure_class: FailureClass, store: RuleStore) -> RuleProposal | None:

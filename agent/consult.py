@@ -104,8 +104,9 @@ def _settle(rules: Diagnosis, outcome: LLMOutcome) -> Diagnosis:
 
 
 def contradicts_sure_rules(rules: Diagnosis, model: Diagnosis) -> bool:
-    """The model's answer names another class, action or set of nodes than a sure root-cause verdict of the rules."""
-    if model.decided_by != "llm" or rules.decided_by != "rules" or rules.confidence < SURE_FROM:
+    """The model's answer names another class, action or set of nodes than a sure root-cause verdict of the rules
+    (a signature's, or one read from the failure's structure)."""
+    if model.decided_by != "llm" or rules.decided_by not in ("rules", "structure") or rules.confidence < SURE_FROM:
         return False
     other_nodes = bool(rules.faulty_nodes) and set(model.faulty_nodes) != set(rules.faulty_nodes)
     return model.failure_class is not rules.failure_class or model.action is not rules.action or other_nodes

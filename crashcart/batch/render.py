@@ -59,7 +59,8 @@ def csv_row(r: BatchResult) -> dict[str, str | int | float]:
 
 
 def to_csv(results: Sequence[BatchResult]) -> str:
-    """One row per job; decided_by is rules, memory, llm or unknown (as in the summary); nodes space-separated."""
+    """One row per job; decided_by is rules, structure, memory, llm or unknown (as in the summary); nodes
+    space-separated."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()

@@ -23,8 +23,8 @@ INFRA_CLASSES: frozenset[FailureClass] = frozenset(
     {FailureClass.GPU_HARDWARE, FailureClass.NETWORK, FailureClass.NODE_FAILURE, FailureClass.STORAGE}
 )
 REPEAT_MIN_JOBS = 2  # a node named faulty by this many jobs is a repeat offender
-Decider = Literal["rules", "memory", "llm", "unknown"]
-DECIDERS: tuple[Decider, ...] = ("rules", "memory", "llm", "unknown")
+Decider = Literal["rules", "structure", "memory", "llm", "unknown"]
+DECIDERS: tuple[Decider, ...] = ("rules", "structure", "memory", "llm", "unknown")
 
 
 class Totals(Strict):
@@ -98,7 +98,7 @@ class BatchSummary(Strict):
     infrastructure: Split  # the classes in infrastructure_classes
     other: Split  # every other triaged job: the job's own faults, timeouts without a cause, unknown
     infrastructure_classes: list[FailureClass]
-    deciders: list[DeciderRow]  # always the four, in a fixed order
+    deciders: list[DeciderRow]  # always all five, in a fixed order
     offenders: list[Offender]  # by jobs, then GPU-hours
     problems: list[Problem]
 

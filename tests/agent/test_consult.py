@@ -118,7 +118,12 @@ def test_a_model_that_agrees_with_a_sure_root_cause_records_no_disagreement(fake
 
 @pytest.mark.parametrize(
     ("confidence", "decided_by", "overruled"),
-    [(SURE_FROM, "rules", True), (SURE_FROM - 0.01, "rules", False), (0.95, "memory", False)],
+    [
+        (SURE_FROM, "rules", True),
+        (SURE_FROM - 0.01, "rules", False),
+        (SURE_FROM, "structure", True),  # a sure verdict read from the traceback stands like a signature's
+        (0.95, "memory", False),
+    ],
 )
 def test_only_a_sure_rules_verdict_stands_against_the_model(
     confidence: float, decided_by: str, overruled: bool

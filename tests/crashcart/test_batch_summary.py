@@ -103,10 +103,19 @@ def test_deciders_map_none_to_unknown() -> None:
     s = summarise(RESULTS)
     assert [(d.decided_by, d.jobs, d.share) for d in s.deciders] == [
         ("rules", 5, round(5 / 7, 4)),
+        ("structure", 0, 0.0),
         ("memory", 1, round(1 / 7, 4)),
         ("llm", 0, 0.0),
         ("unknown", 1, round(1 / 7, 4)),
     ]
+
+
+def test_a_job_decided_from_its_structure_counts_as_structure() -> None:
+    first = RESULTS[0]
+    assert first.diagnosis is not None
+    structural = first.model_copy(update={"diagnosis": first.diagnosis.model_copy(update={"decided_by": "structure"})})
+    s = summarise([structural, *RESULTS[1:]])
+    assert [(d.decided_by, d.jobs) for d in s.deciders][:2] == [("rules", 4), ("structure", 1)]
 
 
 def test_repeat_offenders_count_infrastructure_jobs_only() -> None:

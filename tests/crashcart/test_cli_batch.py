@@ -96,7 +96,7 @@ def test_memory_store_reaches_the_workers(cli, tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["results"][0]["diagnosis"]["decided_by"] == "memory"
     assert data["results"][0]["job"]["state"] == "FAILED"
-    assert [d["jobs"] for d in data["summary"]["deciders"]] == [0, 1, 0, 0]
+    assert [d["jobs"] for d in data["summary"]["deciders"]] == [0, 0, 1, 0, 0]
 
 
 GPU_OOM = (
