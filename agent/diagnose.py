@@ -18,7 +18,7 @@ from crashcart.agent.hangs import describe as describe_hang
 from crashcart.agent.models import Alternative, Diagnosis
 from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
 from crashcart.agent.timeline import Timeline, TimelineIndex, first_to_stop, timelines
-from crashcart.knowledge.records import Evidence
+from crashcart.knowledge.records import Evidence, rank_place
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, HARDWARE_CLASSES, FailureClass, Role, Stage
 from crashcart.knowledge.xid import xid_info
@@ -188,7 +188,7 @@ def _places(nodes: list[str], ranks: list[int], chosen: list[Signal]) -> list[st
     """The faulty nodes; with no host known for the faulty ranks, the ranks as places ("rank 12")."""
     if nodes or not ranks or any(e.node for e in chosen if e.rank in ranks):
         return nodes
-    return [f"rank {rank}" for rank in ranks]
+    return [rank_place(rank) for rank in ranks]
 
 
 def _structure_path(event: Signal) -> str | None:

@@ -41,3 +41,16 @@ class Evidence(LineRef):
 
     rule_id: str | None = None
     role: Role | None = None
+
+
+RANK_PLACE = "rank "  # a faulty place named by its rank when the logs name no host: "rank 12"
+
+
+def rank_place(rank: int) -> str:
+    """A rank as a place in `faulty_nodes`, for a job whose logs name no host for it."""
+    return f"{RANK_PLACE}{rank}"
+
+
+def is_host(place: str) -> bool:
+    """A place that is a host, which a drain command or a runbook may name (not a rank standing in for one)."""
+    return bool(place) and not place.startswith(RANK_PLACE)

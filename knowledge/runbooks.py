@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from crashcart.knowledge.loading import load_versioned
-from crashcart.knowledge.records import Frozen, Strict
+from crashcart.knowledge.records import Frozen, Strict, is_host
 from crashcart.knowledge.taxonomy import FailureClass
 
 RUNBOOK_FILE = Path(__file__).parent / "runbooks.yaml"
@@ -83,6 +83,7 @@ def load_runbooks() -> dict[FailureClass, Runbook]:
 
 
 def mitigation_steps(failure_class: FailureClass, nodes: list[str]) -> list[str]:
-    """The runbook steps for `failure_class`, with the faulty nodes (deduplicated, in order) filled in."""
-    unique = list(dict.fromkeys(n for n in nodes if n))
+    """The runbook steps for `failure_class`, with the faulty hosts (deduplicated, in order) filled in; a rank
+    standing in for an unknown host ("rank 12") is no node a command can name."""
+    unique = list(dict.fromkeys(n for n in nodes if is_host(n)))
     return load_runbooks()[failure_class].render(unique)

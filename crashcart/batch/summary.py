@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Literal
 
 from crashcart.batch.models import BatchResult
-from crashcart.knowledge.records import Strict
+from crashcart.knowledge.records import Strict, is_host
 from crashcart.knowledge.taxonomy import FailureClass
 
 # Failures of the machine rather than the job. collective_timeout and cuda_error are left out: with no deeper
@@ -211,7 +211,7 @@ def _offenders(ok: Sequence[BatchResult]) -> list[Offender]:
     for r in ok:
         if _class(r) in INFRA_CLASSES:
             assert r.diagnosis is not None
-            for node in dict.fromkeys(r.diagnosis.faulty_nodes):
+            for node in dict.fromkeys(n for n in r.diagnosis.faulty_nodes if is_host(n)):  # "rank 3" drains nothing
                 by_node[node].append(r)
     found = [_offender(node, rs) for node, rs in by_node.items() if len(rs) >= REPEAT_MIN_JOBS]
     return sorted(found, key=lambda o: (-o.jobs, -o.gpu_hours, o.node))

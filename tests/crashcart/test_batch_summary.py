@@ -217,3 +217,12 @@ def test_log_text_and_file_names_reach_the_terminal_and_markdown_escaped() -> No
         assert not any(c in text for c in "\x1b\x07\r"), repr(text)
         assert "runs/\\x1b]0;pwned\\x07" in text and "x[/]/a\\rb.log" in text
         assert "node07" in text and "[1m" not in text  # colour codes dropped
+
+
+def test_a_rank_standing_in_for_a_host_is_no_repeat_offender() -> None:
+    ranked = [
+        r.model_copy(update={"diagnosis": r.diagnosis.model_copy(update={"faulty_nodes": ["rank 3"]})})
+        for r in RESULTS
+        if r.diagnosis is not None
+    ]
+    assert all(o.node != "rank 3" for o in summarise(ranked).offenders)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from crashcart.knowledge.errors import KnowledgeError
+from crashcart.knowledge.records import rank_place
 from crashcart.knowledge.runbooks import RUNBOOK_FILE, UNKNOWN_NODE, load_runbook_file, load_runbooks, mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass
 
@@ -121,3 +122,9 @@ def test_loader_error_says_what_is_wrong(tmp_path: Path) -> None:
 
 def test_shipped_file_round_trips(tmp_path: Path) -> None:
     assert load_runbook_file(_write(tmp_path, _shipped())) == load_runbooks()
+
+
+def test_a_rank_standing_in_for_an_unknown_host_reaches_no_command() -> None:
+    steps = mitigation_steps(FailureClass.GPU_HARDWARE, [rank_place(12), "node07"])
+    assert not any("rank 12" in step for step in steps)
+    assert any("node07" in step for step in steps)
