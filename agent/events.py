@@ -29,6 +29,7 @@ from crashcart.knowledge.context_lines import hint_pattern
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role, Stage
 from crashcart.parsers.attribution import strip_prefixes
+from crashcart.parsers.hosts import hosts_in_message
 from crashcart.parsers.models import FileScan, RuleHit
 from crashcart.parsers.numbers import small_int
 
@@ -56,7 +57,7 @@ def is_hint(text: str) -> bool:
 def _signal_event(hit: RuleHit, count: int) -> Signal:
     """The hit as a tagged signal; on a hint line, whatever rule fired, a context one."""
     ref = hit.ref
-    named = hit.captures.get("node")
+    named = hit.captures.get("node") or next(iter(hosts_in_message(ref.text)), None)  # "Node failure on X"
     hint = is_hint(ref.text)
     base = dict(
         dict(ref),  # the line's own fields: an event is a LineRef

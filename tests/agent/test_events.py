@@ -170,6 +170,17 @@ def test_a_node_named_in_the_message_is_the_events_node() -> None:
     assert (event.node, event.names_node) == ("node07", True)
 
 
+def test_a_host_a_report_names_is_the_events_node_without_a_capture() -> None:
+    # mpirun reports the node of the process that died, printed on the launching node (PoonLab/covizu#408)
+    line = (
+        "mpirun noticed that process rank 14 with PID 4257 on node compute-0-2.local exited on signal 11 "
+        "(Segmentation fault)."
+    )
+    hit = _hit("mpirun.log", 9, line, FailureClass.NODE_FAILURE, rule="mpi", node="head01")
+    (event,) = build_events([_scan("mpirun.log", [hit])])
+    assert (event.node, event.names_node) == ("compute-0-2.local", True)
+
+
 BIG = "9" * 5000  # over Python's 4,300-digit int() limit
 
 
