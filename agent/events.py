@@ -32,6 +32,7 @@ from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.hosts import hosts_in_message
 from crashcart.parsers.models import FileScan, RuleHit
 from crashcart.parsers.numbers import small_int
+from crashcart.parsers.slurm import is_slurm_step
 
 __all__ = [
     "CheckpointEvent",
@@ -114,7 +115,7 @@ def _progress_events(scans: Sequence[FileScan]) -> list[Event]:
     latest: dict[tuple[str | None, int | None, str], ProgressEvent] = {}
     for scan in scans:
         for stat in scan.templates:
-            if not is_progress_template(stat.template):
+            if not is_progress_template(stat.template) or is_slurm_step(stat.last.text):  # STEP 6053.0: a job step
                 continue
             iteration = progress_value(stat.last.text)
             if iteration is None:

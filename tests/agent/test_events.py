@@ -123,6 +123,15 @@ def test_progress_event_from_the_last_line_of_an_iteration_template() -> None:
     assert (events[0].iteration, events[0].line, events[0].count) == (1200, 90, 50)
 
 
+def test_a_slurm_job_step_is_no_progress(tmp_path: Path) -> None:
+    # slurmstepd's cancel banner (IGNF/myria3d#123) names job 6053's step 0, not iteration 6053
+    log = tmp_path / "slurm-6053.out"
+    log.write_text("slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***\n")
+    report = triage(log)
+    assert not [e for e in report.events if e.kind == "progress"]
+    assert report.diagnosis.iteration is None
+
+
 def test_events_round_trip_through_json_unchanged() -> None:
     hits = [
         _hit("k.log", 1, "Xid 48", FailureClass.GPU_HARDWARE, rule="xid", captures={"xid": "48"}),
