@@ -28,8 +28,8 @@ from crashcart.agent.timeline import TimelineIndex, is_progress_template, progre
 from crashcart.knowledge.context_lines import hint_pattern
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role, Stage
-from crashcart.parsers.attribution import strip_prefixes
-from crashcart.parsers.hosts import hosts_in_message
+from crashcart.parsers.attribution import plausible_host, strip_prefixes
+from crashcart.parsers.hosts import hosts_in_message, summary_fields
 from crashcart.parsers.models import FileScan, RuleHit
 from crashcart.parsers.numbers import small_int
 from crashcart.parsers.slurm import is_slurm_step
@@ -145,10 +145,23 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, str]:
         for hit in scan.hits:  # NCCL's "comm 0x.. rank 19 nranks 32" names the global rank itself
             named = small_int(hit.captures.get("rank", ""))
             pairs.append((named if named is not None else _global_rank(hit.ref, scan), hit.ref.node))
+        pairs += _summary_pairs(scan)
         for rank, node in pairs:
             if node and rank is not None:
                 seen.setdefault(rank, Counter())[node] += 1
     return {rank: nodes.most_common(1)[0][0] for rank, nodes in seen.items()}
+
+
+def _summary_pairs(scan: FileScan) -> list[tuple[int | None, str | None]]:
+    """torchrun's failure summary names the failed rank's host on lines of their own (`rank : 3`, `host :
+    node-12`): the one place a job logged by its launcher says where that rank ran."""
+    pairs: list[tuple[int | None, str | None]] = []
+    for tb in scan.tracebacks:
+        if tb.kind == "child_failed" and tb.chain:
+            fields = summary_fields(tb.chain[-1].message.splitlines())
+            host = fields.get("host")
+            pairs.append((small_int(fields.get("rank", "")), host if host and plausible_host(host) else None))
+    return pairs
 
 
 def _global_rank(ref: LineRef, scan: FileScan) -> int | None:

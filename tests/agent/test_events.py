@@ -16,11 +16,13 @@ from crashcart.agent.events import (
     XidEvent,
     build_events,
     is_hint,
+    rank_hosts,
 )
 from crashcart.api import triage
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import Action, FailureClass, Role, Stage
-from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
+from crashcart.parsers.models import FileScan, RuleHit, TemplateStat, Traceback
+from crashcart.parsers.tracebacks import read_structure
 
 
 def _hit(
@@ -188,6 +190,35 @@ def test_a_host_a_report_names_is_the_events_node_without_a_capture() -> None:
     hit = _hit("mpirun.log", 9, line, FailureClass.NODE_FAILURE, rule="mpi", node="head01")
     (event,) = build_events([_scan("mpirun.log", [hit])])
     assert (event.node, event.names_node) == ("compute-0-2.local", True)
+
+
+# torchrun's failure summary (Vision-CAIR/MiniGPT-4#237): the failed rank and its host, each on a line of its own
+CHILD_FAILED = [
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "============================================================",
+    "train.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "  <NO_OTHER_FAILURES>",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2023-05-19_16:39:58",
+    "  host      : n136-117-136.byted.org",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : 1 (pid: 78970)",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "============================================================",
+]
+
+
+def test_the_launchers_summary_places_the_failed_rank_on_its_host() -> None:
+    record, _ = read_structure(CHILD_FAILED, 20, lambda text, no: LineRef(file="train.log", line=no, text=text))
+    assert isinstance(record, Traceback)
+    hit = _hit("train.log", 5, "RuntimeError: CUDA error: an illegal memory access was encountered", rank=0)
+    scan = _scan("train.log", [hit]).model_copy(update={"tracebacks": [record]})
+    assert rank_hosts([scan]) == {0: "n136-117-136.byted.org"}
 
 
 BIG = "9" * 5000  # over Python's 4,300-digit int() limit
