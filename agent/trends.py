@@ -23,6 +23,8 @@ MIN_BASELINE = 8  # fewer loss values than this make no baseline
 TAIL_POINTS = 5  # a spike must sit among a rank's last loss values: the run stopped after it
 STREAK_MIN = 3  # overflow-and-skip lines in a row...
 SCALE_FLOOR = 10.0  # ... whose scale fell below this: the fp16 range is exhausted
+DEEP_STREAK_MIN = 2  # fewer skips in a row suffice...
+DEEP_FLOOR = 1.0  # ... below a scale of 1: halved 8 (fairseq) to 17 (DeepSpeed, apex) times from where it starts
 PRIORITY = 50  # a trend is specific evidence, but a signature on the failing line knows more
 
 
@@ -88,10 +90,14 @@ def _collapse(points: list[MetricPoint]) -> MetricPoint | None:
 
 
 def _worst(streak: list[MetricPoint]) -> MetricPoint | None:
-    if len(streak) < STREAK_MIN:
+    """The streak's lowest-scale line, when the streak is long enough for how low its scale fell."""
+    if len(streak) < DEEP_STREAK_MIN:
         return None
     low = min(streak, key=lambda p: p.loss_scale if p.loss_scale is not None else float("inf"))
-    return low if low.loss_scale is not None and low.loss_scale < SCALE_FLOOR else None
+    if low.loss_scale is None:
+        return None
+    floor = SCALE_FLOOR if len(streak) >= STREAK_MIN else DEEP_FLOOR
+    return low if low.loss_scale < floor else None
 
 
 def _event(rule_id: str, point: MetricPoint, file: str) -> FailureEvent:

@@ -59,6 +59,7 @@ def read_point(ref: LineRef) -> MetricPoint | None:
     skipped = (
         "skipping step" in low
         or ("overflow" in low and ("skip" in low or "ignoring grad" in low))  # DeepSpeed, apex; fairseq
+        or "overflow detected, setting loss scale" in low  # fairseq's scaler: that update was not applied
         or ("skipped iter" in low and _SKIPPED_COUNT.search(low) is not None)  # Megatron's interval count
     )
     if not (iteration or loss or grad or scale or skipped):

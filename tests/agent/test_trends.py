@@ -32,6 +32,14 @@ RECOVERING = [
     "[2024-09-11 17:52:47,082] " + SCALER_183 + "1073741824, reducing to 536870912",
     "[2024-09-11 17:53:15,865] " + SCALER_183 + "536870912, reducing to 268435456",
 ]
+# facebookresearch/fairseq#1895: two overflows at scales far below 1, then the run stops (minimum scale reached)
+FAIRSEQ_DEEP = [
+    "2020-03-23 11:39:44 | INFO | train_inner | epoch 003:      5 / 356 loss=9.44, nll_loss=8.44, ppl=347.28,"
+    " wps=30690.8, ups=0.07, wpb=427295, bsz=14390.4, num_updates=700, lr=0.000175, gnorm=156.036, loss_scale=0,"
+    " train_wall=1281, wall=9877",
+    "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.00048828125",
+    "2020-03-23 11:48:04 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.000244140625",
+]
 # unsloth/unsloth#5207: the grad norm explodes on one step while the loss stays where it was
 GRAD_BLIP = [
     "{'loss': 1.46,  'grad_norm':    14.98}",
@@ -90,3 +98,12 @@ def test_overflow_skips_that_drive_the_scale_into_single_digits_are_a_collapse()
 
 def test_overflows_at_large_scales_are_healthy() -> None:
     assert trend_events([scan_of(RECOVERING)]) == []
+
+
+def test_two_overflows_at_a_scale_below_one_are_a_collapse() -> None:
+    [event] = trend_events([scan_of(FAIRSEQ_DEEP)])
+    assert (event.rule_id, event.line) == ("trend.loss_scale_collapse", 3)
+
+
+def test_two_overflows_at_a_large_scale_are_healthy() -> None:
+    assert trend_events([scan_of(RECOVERING[:2])]) == []

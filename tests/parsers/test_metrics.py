@@ -21,6 +21,11 @@ DS_OVERFLOW = (
     " Attempted loss scale: 4, reducing to 2"
 )
 HF_LOSS = "{'loss': 2.0491, 'learning_rate': 0.0001961913563176343, 'epoch': 0.28}"  # same thread
+# facebookresearch/fairseq#1895 (fairseq's trainer: the update that overflowed is not applied)
+FAIRSEQ_OVERFLOW = (
+    "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.00048828125"
+)
+FAIRSEQ_OLD_OVERFLOW = "| WARNING: overflow detected, setting loss scale to: 0.25"  # facebookresearch/fairseq#512
 # unsloth/unsloth#5207 (HF Trainer's log dict)
 HF_GRAD = "{'loss': 1.51,  'grad_norm': 11140.00}"
 # bigscience-workshop/Megatron-DeepSpeed#396
@@ -40,6 +45,8 @@ def ref(text: str, line: int = 1) -> LineRef:
     [
         (MEGATRON, 182, 2.38264, 0.227, 1.0, False),
         (DS_OVERFLOW, None, None, None, 4.0, True),
+        (FAIRSEQ_OVERFLOW, None, None, None, 0.00048828125, True),
+        (FAIRSEQ_OLD_OVERFLOW, None, None, None, 0.25, True),
         (HF_LOSS, None, 2.0491, None, None, False),
         (HF_GRAD, None, 1.51, 11140.0, None, False),
     ],
