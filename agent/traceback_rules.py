@@ -4,35 +4,31 @@ Each rule looks at one RaisedException (its type, whole message, frames and asse
 traceback around it (a DataLoader worker's re-raise, a launcher's summary), and returns a Finding or None;
 the first that knows the exception decides, and a weak code_bug stands when none does.
 
-Priorities: specific signatures (>= 50) still decide where they fire; python.yaml's generic per-exception rules
-(25-45) know only the exception's name, so a confident structural finding outranks them (46-49) and a weak one
-(a bare RuntimeError, an exception nothing explains) stays among them (20-30).
+How strongly each finding counts beside the signatures is traceback_findings.py's; the rules about how the job
+was launched and distributed are traceback_launch.py's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable
 
+from crashcart.agent.traceback_findings import BARE, CONFIDENT, LIKELY, OWN_CODE, SUMMARY, WEAK, Finding
+from crashcart.agent.traceback_frames import (
+    DISPATCH,
+    basename,
+    defines_class,
+    is_library,
+    is_stdlib,
+    is_user,
+    path,
+    raiser,
+    short_type,
+    user_modules,
+)
+from crashcart.agent.traceback_launch import launch_settings, launcher_summary, remote_failure
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.models import Frame, RaisedException, Traceback
-
-CONFIDENT = 48  # the message names the cause: an errno, an allocator, a missing module, a version check
-LIKELY = 47  # where it was raised tells: a library the user called, data loading, a config validator
-OWN_CODE = 46  # raised in the user's own code about the user's own objects
-WEAK = 25  # nothing telling: an exception of the user's code or of a library
-BARE = 22  # a bare RuntimeError: whatever raised it said nothing more
-SUMMARY = 20  # a launcher's summary of a child that failed (its own traceback tells why)
-
-
-class Finding(NamedTuple):
-    """What a rule concluded about one exception."""
-
-    reason: str
-    failure_class: FailureClass
-    priority: int
-    label: str
 
 
 def judge_exception(exc: RaisedException, tb: Traceback) -> Finding:
@@ -41,79 +37,7 @@ def judge_exception(exc: RaisedException, tb: Traceback) -> Finding:
         finding = rule(exc, tb)
         if finding is not None:
             return finding
-    return _fallback(exc)
-
-
-# --- frames -------------------------------------------------------------------------------------------------
-
-# Library frames that only pass a call or an attribute look-up along (nn.Module's __getattr__ and _call_impl):
-# the exception belongs to whoever made the call.
-_DISPATCH = frozenset({"__getattr__", "__getattribute__", "_call_impl", "_wrapped_call_impl"})
-
-
-def _path(frame: Frame) -> str:
-    return frame.file.replace("\\", "/")
-
-
-def _is_stdlib(frame: Frame) -> bool:
-    return frame.package == "python" or frame.file.startswith("<frozen")
-
-
-def _is_user(frame: Frame) -> bool:
-    return frame.package is None and not _is_stdlib(frame)
-
-
-def _is_library(frame: Frame) -> bool:
-    return not _is_user(frame) and not _is_stdlib(frame)
-
-
-def _raiser(frames: Sequence[Frame]) -> Frame | None:
-    """The innermost frame that did the failing thing, looking through the standard library and dispatch."""
-    for frame in reversed(frames):
-        if _is_stdlib(frame) or (_is_library(frame) and frame.function in _DISPATCH):
-            continue
-        return frame
-    return frames[-1] if frames else None
-
-
-def _call_site(frames: Sequence[Frame]) -> Frame | None:
-    """The user's innermost frame in a real file (not generated code such as a dataclass's `<string>`)."""
-    return next((f for f in reversed(frames) if _is_user(f) and not f.file.startswith("<")), None)
-
-
-def _basename(frame: Frame) -> str:
-    return _path(frame).rsplit("/", 1)[-1]
-
-
-def where(exc: RaisedException) -> str:
-    """': TypeError raised in transformers, called from train.py' for the verdict's phrase."""
-    raiser, site = _raiser(exc.frames), _call_site(exc.frames)
-    if raiser is None:
-        return f": {exc.exc_type}"
-    if _is_user(raiser):
-        return f": {exc.exc_type} raised in {_basename(raiser)}"
-    place = "the standard library" if _is_stdlib(raiser) else raiser.package
-    called = f", called from {_basename(site)}" if site is not None else ""
-    return f": {exc.exc_type} raised in {place}{called}"
-
-
-def _short_type(exc: RaisedException) -> str:
-    """'OutOfMemoryError' for 'torch.cuda.OutOfMemoryError', 'bad_alloc' for 'std::bad_alloc'."""
-    return re.split(r"\.|::", exc.exc_type)[-1]
-
-
-def _user_modules(frames: Sequence[Frame]) -> set[str]:
-    """Names an import of the user's own project could use: folders and file stems of the user's frames."""
-    names = set(_PROJECT_MODULES)
-    for frame in frames:
-        if _is_user(frame):
-            parts = [p for p in _path(frame).split("/") if p]
-            names.update(p.removesuffix(".py") for p in parts)
-    return names
-
-
-# Generic names projects give their own packages; never the name of a library a job installs.
-_PROJECT_MODULES = ("utils", "util", "models", "model", "src", "modules", "common", "lib", "config", "configs")
+    return _fallback(exc, tb)
 
 
 # --- rules, in order: each returns a finding or None ---------------------------------------------------------
@@ -128,9 +52,11 @@ _DEVICE_WORDS = re.compile(r"CUDA|GPU|cuda|device")
 
 def _memory(exc: RaisedException, tb: Traceback) -> Finding | None:
     text = f"{exc.exc_type}: {exc.message}"
-    if _short_type(exc) == "OutOfMemoryError" or _GPU_OOM.search(text):
+    if exc.exc_type.startswith("ray.") and short_type(exc) == "OutOfMemoryError":  # Ray's memory monitor
+        return Finding("host_oom", FailureClass.HOST_OOM, CONFIDENT, "the node ran low on memory (Ray)")
+    if short_type(exc) == "OutOfMemoryError" or _GPU_OOM.search(text):
         return Finding("gpu_oom", FailureClass.GPU_OOM, CONFIDENT, "GPU out of memory")
-    host = _short_type(exc) in ("MemoryError", "_ArrayMemoryError", "bad_alloc") or _HOST_OOM.search(text)
+    host = short_type(exc) in ("MemoryError", "_ArrayMemoryError", "bad_alloc") or _HOST_OOM.search(text)
     if host and not _DEVICE_WORDS.search(exc.message):
         return Finding("host_oom", FailureClass.HOST_OOM, CONFIDENT, "host memory exhausted")
     return None
@@ -142,9 +68,9 @@ _HUMAN_SIGNALS = {"1": "SIGHUP", "2": "SIGINT"}
 
 def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
     """Ctrl-C, a closed terminal (SIGHUP) or a SIGTERM reaching the launcher's wait loop."""
-    if _short_type(exc) == "KeyboardInterrupt":
+    if short_type(exc) == "KeyboardInterrupt":
         return Finding("keyboard_interrupt", FailureClass.CANCELLED, CONFIDENT, "interrupted (SIGINT)")
-    signal = _SIGNAL.search(exc.message) if _short_type(exc) == "SignalException" else None
+    signal = _SIGNAL.search(exc.message) if short_type(exc) == "SignalException" else None
     if signal is None:
         return None
     if signal.group(1) in _HUMAN_SIGNALS:
@@ -177,14 +103,14 @@ def _imports(exc: RaisedException, tb: Traceback) -> Finding | None:
     env = FailureClass.ENVIRONMENT
     if _SHARED_OBJECT.search(exc.message):
         return Finding("undefined_symbol", env, CONFIDENT, "a compiled library does not fit (undefined symbol)")
-    importing = _short_type(exc) in _IMPORT_TYPES
-    checked = any(_VERSION_FRAMES.search(_path(f)) for f in exc.frames)
+    importing = short_type(exc) in _IMPORT_TYPES
+    checked = any(_VERSION_FRAMES.search(path(f)) for f in exc.frames)
     pinned = (importing or checked) and _VERSION_PIN.search(exc.message)
-    if _short_type(exc) == "InvalidVersion" or pinned or _VERSION_WORDS.search(exc.message):
+    if short_type(exc) == "InvalidVersion" or pinned or _VERSION_WORDS.search(exc.message):
         return Finding("version_check", env, CONFIDENT, "a version check failed")
     missing = _NO_MODULE.search(exc.message)
     if missing:
-        if missing.group(1).split(".")[0] in _user_modules(exc.frames):
+        if missing.group(1).split(".")[0] in user_modules(exc.frames):
             return Finding("project_module", FailureClass.CODE_BUG, OWN_CODE, "a module of the project is missing")
         return Finding("missing_module", env, CONFIDENT, f"module {missing.group(1)!r} is not installed")
     named = _CANNOT_IMPORT.search(exc.message)
@@ -199,7 +125,7 @@ def _cannot_import(named: re.Match[str], exc: RaisedException) -> Finding:
     """'cannot import name X from Y (path)': an installed Y lacks X (a version mismatch), or the project's Y does."""
     module, location = named.group(1), named.group(2) or ""
     installed = "site-packages" in location or "dist-packages" in location or location == "unknown location"
-    if not installed and (location or module.split(".")[0] in _user_modules(exc.frames)):
+    if not installed and (location or module.split(".")[0] in user_modules(exc.frames)):
         return Finding("project_import", FailureClass.CODE_BUG, OWN_CODE, f"the project's {module} lacks a name")
     return Finding("import_from_installed", FailureClass.ENVIRONMENT, CONFIDENT, f"installed {module} lacks a name")
 
@@ -230,7 +156,7 @@ def _errno(exc: RaisedException, tb: Traceback) -> Finding | None:
     if code in _STORAGE_ERRNO:
         reason, label = _STORAGE_ERRNO[code]
         return Finding(reason, FailureClass.STORAGE, CONFIDENT, label)
-    kind = _short_type(exc)
+    kind = short_type(exc)
     if kind == "FileNotFoundError" or code == "2" or "No such file or directory" in exc.message:
         return Finding("missing_path", FailureClass.CONFIG_ERROR, OWN_CODE, "a path does not exist")
     if kind == "PermissionError" or code == "13" or "Permission denied" in exc.message:
@@ -254,20 +180,20 @@ def is_worker_reraise(exc: RaisedException) -> bool:
 
 def _is_data_frame(frame: Frame) -> bool:
     """A frame that reads or decodes training data: DataLoader internals, decoders, dataset readers."""
-    path = _path(frame)
-    if "torch/utils/data/" in path or frame.package in _DATA_PACKAGES:
+    file = path(frame)
+    if "torch/utils/data/" in file or frame.package in _DATA_PACKAGES:
         return True
-    if _is_stdlib(frame):
-        return "/json/" in path
-    return _is_user(frame) and frame.function in ("__getitem__", "__getitems__")
+    if is_stdlib(frame):
+        return "/json/" in file
+    return is_user(frame) and frame.function in ("__getitem__", "__getitems__")
 
 
 def _data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
     """Exceptions while reading a record are the data's, except tensor-storage misuse in collate/getitem."""
     if tb.worker is None and not is_worker_reraise(exc) and not any(map(_is_data_frame, exc.frames)):
         return None
-    in_collate = any(_path(f).endswith("collate.py") for f in exc.frames)
-    if _COLLATE_BUG.search(exc.message) or (in_collate and _short_type(exc) == "TypeError"):
+    in_collate = any(path(f).endswith("collate.py") for f in exc.frames)
+    if _COLLATE_BUG.search(exc.message) or (in_collate and short_type(exc) == "TypeError"):
         return Finding("collate_bug", FailureClass.CODE_BUG, OWN_CODE, "tensor storage misused in collate/getitem")
     return Finding("data_loading", FailureClass.DATA_ERROR, LIKELY, "raised while reading data")
 
@@ -285,25 +211,26 @@ _ARG_PARSERS = ("argparse.py", "hf_argparser.py")  # the standard library's, tra
 def _config(exc: RaisedException, tb: Traceback) -> Finding | None:
     """Size and divisibility asserts over batch, world size, heads, parallel degrees; config validators."""
     cfg = FailureClass.CONFIG_ERROR
-    if _short_type(exc) == "AssertionError":
+    if short_type(exc) == "AssertionError":
         said = f"{exc.assertion or ''} {exc.message}"
         if _CONFIG_WORDS.search(said) and not _TENSOR_SHAPE.search(said):
             return Finding("config_assertion", cfg, LIKELY, "a size/divisibility check of the settings failed")
     if _is_validator(exc):
         return Finding("config_validator", cfg, LIKELY, "the configuration was rejected")
-    checks = [f for f in exc.frames if f.function == "__post_init__" and _CONFIG_FILE.search(_basename(f))]
-    if checks and _short_type(exc) in ("ValueError", "AssertionError"):
+    checks = [f for f in exc.frames if f.function == "__post_init__" and _CONFIG_FILE.search(basename(f))]
+    if checks and short_type(exc) in ("ValueError", "AssertionError"):
         return Finding("config_validator", cfg, LIKELY, "the configuration was rejected")
     return None
 
 
 def _is_validator(exc: RaisedException) -> bool:
-    """Raised by a config library (pydantic, omegaconf, hydra ...) or an argument parser."""
-    if exc.exc_type.split(".")[0] in _CONFIG_PACKAGES:
+    """Raised by a config library (pydantic, omegaconf, hydra ...), an argument parser, or as Lightning's
+    MisconfigurationException (its Trainer's and Fabric's settings checks)."""
+    if exc.exc_type.split(".")[0] in _CONFIG_PACKAGES or short_type(exc) == "MisconfigurationException":
         return True
-    raiser = _raiser(exc.frames)
-    parsing = bool(exc.frames) and _path(exc.frames[-1]).endswith(_ARG_PARSERS)
-    return parsing or (raiser is not None and raiser.package in _CONFIG_PACKAGES)
+    raised = raiser(exc.frames)
+    parsing = bool(exc.frames) and path(exc.frames[-1]).endswith(_ARG_PARSERS)
+    return parsing or (raised is not None and raised.package in _CONFIG_PACKAGES)
 
 
 _SIGNATURE_MISMATCH = re.compile(
@@ -325,33 +252,50 @@ _LIBRARY_CALL = re.compile(
 
 def _api(exc: RaisedException, tb: Traceback) -> Finding | None:
     """TypeError/AttributeError: a library's API that changed under the user's code, or the user's own bug."""
-    if _short_type(exc) not in ("TypeError", "AttributeError", "ModuleAttributeError"):
+    if short_type(exc) not in ("TypeError", "AttributeError", "ModuleAttributeError"):
         return None
-    raiser = _raiser(exc.frames)
-    if raiser is None:
+    raised = raiser(exc.frames)
+    if raised is None:
         return None
     mismatch = _SIGNATURE_MISMATCH.search(exc.message)
     module = _MODULE_ATTR.search(exc.message)
     owner = _OBJECT_ATTR.search(exc.message)
-    if _is_library(raiser):
+    if is_library(raised):
+        if owner is not None and _reads_own_attribute(owner, exc, raised):
+            return Finding("library_bug", FailureClass.CODE_BUG, LIKELY, "a library reads an attribute its class lacks")
         if mismatch or module or owner:
             return Finding("api_mismatch", FailureClass.ENVIRONMENT, LIKELY, "API/version mismatch")
         return None
-    library = (mismatch is not None and _callee_is_library(mismatch, exc, raiser)) or (
-        module is not None and module.group(1).split(".")[0] not in _user_modules(exc.frames)
+    library = (mismatch is not None and _callee_is_library(mismatch, exc, raised)) or (
+        module is not None and module.group(1).split(".")[0] not in user_modules(exc.frames)
     )
     if library or (owner is not None and _owner_is_library(owner, exc)):
         return Finding("api_mismatch", FailureClass.ENVIRONMENT, OWN_CODE, "API/version mismatch")
     return Finding("user_code_bug", FailureClass.CODE_BUG, OWN_CODE, "a bug in the user's code")
 
 
-def _callee_is_library(mismatch: re.Match[str], exc: RaisedException, raiser: Frame) -> bool:
+def _callee_is_library(mismatch: re.Match[str], exc: RaisedException, raised: Frame) -> bool:
     """The user's line called a library's class or function with a signature it no longer (or not yet) has."""
     callee = mismatch.group(1).split(".")
     name = callee[-2] if len(callee) > 1 and callee[-1] == "__init__" else callee[-1]
-    if name in {f.function for f in exc.frames if _is_user(f)}:
+    if name in {f.function for f in exc.frames if is_user(f)}:
         return False
-    return name[:1].isupper() or bool(_LIBRARY_CALL.search(raiser.source or ""))
+    return name[:1].isupper() or bool(_LIBRARY_CALL.search(raised.source or ""))
+
+
+# Python 3.10+ names the attribute it would have found: "... has no attribute '_train_eval_loop'. Did you mean:
+# '_train_evaluate_loop'?"
+_NEAR_MISS = re.compile(r"has no attribute '(\w+)'\. Did you mean: '\w+'\?")
+
+
+def _reads_own_attribute(owner: re.Match[str], exc: RaisedException, raised: Frame) -> bool:
+    """A library's method reads self.<name> that its own class (defined in the raising file) lacks, while the
+    class has a near namesake: the package is out of step with itself (a rename half done), not with the
+    user's code or another package."""
+    name, near = owner.group("owner"), _NEAR_MISS.search(exc.message)
+    if name is None or near is None or f"self.{near.group(1)}" not in (raised.source or ""):
+        return False
+    return defines_class(raised, name.rsplit(".", 1)[-1])
 
 
 def _owner_is_library(owner: re.Match[str], exc: RaisedException) -> bool:
@@ -362,7 +306,7 @@ def _owner_is_library(owner: re.Match[str], exc: RaisedException) -> bool:
         return True  # 'super' object: the library's parent class lacks the method
     if name in _BUILTIN_TYPES:
         return False
-    return any(name in (f.source or "") for f in exc.frames if _is_library(f) and f.function not in _DISPATCH)
+    return any(name in (f.source or "") for f in exc.frames if is_library(f) and f.function not in DISPATCH)
 
 
 _CUDA_BUILD = re.compile(
@@ -375,7 +319,7 @@ _CUDA = re.compile(
 )
 # The assert itself, not CUDA's hint that follows every CUDA error ("... to enable device-side assertions.")
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
-_DIST = re.compile(r"NCCL error|ProcessGroupNCCL|ProcessGroupGloo|Gloo")
+_DIST = re.compile(r"NCCL error|ProcessGroupNCCL|ProcessGroupGloo|Gloo|Watchdog caught collective operation timeout")
 
 
 def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
@@ -385,53 +329,38 @@ def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
         return Finding("cuda_build_mismatch", FailureClass.ENVIRONMENT, CONFIDENT, "the CUDA build does not fit")
     if _DEVICE_ASSERT.search(text):
         return Finding("device_assert", FailureClass.CODE_BUG, LIKELY, "a device-side assert fired")
-    if _CUDA.search(text) or _short_type(exc) == "AcceleratorError":
+    if _CUDA.search(text) or short_type(exc) == "AcceleratorError":
         return Finding("cuda_error", FailureClass.CUDA_ERROR, LIKELY, "a CUDA error")
-    if _short_type(exc) in ("DistBackendError", "DistNetworkError", "DistStoreError") or _DIST.search(text):
+    if short_type(exc) in ("DistBackendError", "DistNetworkError", "DistStoreError") or _DIST.search(text):
         return Finding("dist_backend", FailureClass.COLLECTIVE_TIMEOUT, WEAK, "the collective backend failed")
     return None
 
 
-_EXIT_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\)|exitcode\s*:\s*-(\d+)")
-_SUMMARY_CLASS = {
-    "1": FailureClass.CANCELLED,
-    "2": FailureClass.CANCELLED,
-    "15": FailureClass.CANCELLED,
-    "9": FailureClass.HOST_OOM,
-    "7": FailureClass.HOST_OOM,
-}
-
-
-def _launcher_summary(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """torchrun's ChildFailedError: the child's exit signal hints at the class; the child's traceback decides."""
-    last = tb.kind == "child_failed" and exc is tb.chain[-1]
-    if not last and _short_type(exc) != "ChildFailedError":
-        return None
-    found = _EXIT_SIGNAL.search(exc.message)
-    signal = (found.group(1) or found.group(3)) if found else None
-    cls = _SUMMARY_CLASS.get(signal or "", FailureClass.CODE_BUG)
-    label = f"a worker died of signal {signal}" if signal else "a worker failed"
-    return Finding("launcher_summary", cls, SUMMARY, label)
-
-
-def _fallback(exc: RaisedException) -> Finding:
-    """Nothing telling: a bare RuntimeError is a weak symptom; anything else a weak bug, I/O errors storage."""
+def _fallback(exc: RaisedException, tb: Traceback) -> Finding:
+    """Nothing telling: a bare RuntimeError, or a C++ terminate whose what() never came, is a weak symptom;
+    anything else a weak bug, I/O errors storage."""
     if exc.exc_type == "RuntimeError":
         return Finding("bare_runtime_error", FailureClass.CODE_BUG, BARE, "an unexplained RuntimeError")
-    if _short_type(exc) in ("OSError", "IOError"):
+    if tb.kind == "cpp_terminate" and not exc.message:  # the log shows only which C++ type was thrown
+        return Finding("terminate_without_what", FailureClass.CODE_BUG, SUMMARY, "a C++ exception, unexplained")
+    if tb.kind == "cpp_terminate":
+        return Finding("native_exception", FailureClass.CODE_BUG, WEAK, "an exception of native code")
+    if short_type(exc) in ("OSError", "IOError"):
         return Finding("os_error", FailureClass.STORAGE, WEAK, "an I/O error")
-    raiser = _raiser(exc.frames)
-    if raiser is not None and _is_user(raiser) and _short_type(exc) == "AssertionError":
+    raised = raiser(exc.frames)
+    if raised is not None and is_user(raised) and short_type(exc) == "AssertionError":
         return Finding("assertion", FailureClass.CODE_BUG, OWN_CODE, "an assertion of the user's code failed")
-    if raiser is not None and _is_library(raiser):
+    if raised is not None and is_library(raised):
         return Finding("library_exception", FailureClass.CODE_BUG, WEAK, "an exception of a library")
     return Finding("user_code_exception", FailureClass.CODE_BUG, WEAK, "an exception of the user's code")
 
 
 _RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
-    _launcher_summary,
+    launcher_summary,
     _memory,
+    remote_failure,
     _cancelled,
+    launch_settings,
     _imports,
     _errno,
     _data_loading,

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crashcart.agent.events import FailureEvent
-from crashcart.agent.traceback_rules import SUMMARY, Finding, is_worker_reraise, judge_exception, where
+from crashcart.agent.traceback_findings import SUMMARY, Finding
+from crashcart.agent.traceback_frames import where
+from crashcart.agent.traceback_launch import judge_unfinished
+from crashcart.agent.traceback_rules import is_worker_reraise, judge_exception
 from crashcart.knowledge.records import LineRef, Strict
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass, Role
 from crashcart.parsers.masking import mask
@@ -22,7 +25,11 @@ from crashcart.parsers.models import FileScan, Traceback
 MAX_EVENTS = 50  # a job of 1,000 ranks printing one traceback each stays a small event list
 
 # Verdicts that follow from a failure elsewhere: they name the class only when nothing better is seen.
-SYMPTOM_REASONS = frozenset({"bare_runtime_error", "launcher_summary", "dist_backend", "sigterm", "no_exception_line"})
+SYMPTOM_REASONS = frozenset(
+    {"bare_runtime_error", "terminate_without_what", "launcher_summary", "dist_backend", "sigterm", "no_exception_line"}
+    | {"remote_failure", "remote_node_lost"}
+)
+_NO_EXCEPTION_LINE = Finding("no_exception_line", FailureClass.CODE_BUG, SUMMARY, "a traceback")
 
 
 class TracebackVerdict(Strict):
@@ -39,8 +46,8 @@ def judge(tb: Traceback) -> TracebackVerdict:
     """The verdict of the chain's most telling exception; on a tie the oldest, since later ones were raised
     while handling it. A DataLoader worker's re-raise in the main process stands aside for the worker's own."""
     links = [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
-    if not links:
-        return _verdict(Finding("no_exception_line", FailureClass.CODE_BUG, SUMMARY, "a traceback"), tb.start, "")
+    if not links:  # the log ended before its exception line: what its frames tell, else only that it failed
+        return _verdict(judge_unfinished(tb.unfinished) or _NO_EXCEPTION_LINE, tb.start, "")
     judged = [(judge_exception(exc, tb), -i, exc) for i, exc in enumerate(links)]
     finding, _, exc = max(judged, key=lambda item: (item[0].priority, item[1]))
     return _verdict(finding, exc.ref, where(exc))

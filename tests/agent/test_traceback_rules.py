@@ -169,6 +169,21 @@ AttributeError: 'A' object has no attribute 'foo'
         CODE,
         "traceback.user_code_bug",
     ),
+    (
+        "alibaba/RecIS#15",  # RecIS's own Trainer calls a method it renamed: a bug of the framework, not a mismatch
+        """
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/workspace/3_model.py", line 287, in <module>
+[rank0]:     train()
+[rank0]:   File "/workspace/3_model.py", line 256, in train
+[rank0]:     trainer.train_and_evaluate()
+[rank0]:   File "/usr/local/lib/python3.10/dist-packages/recis/framework/trainer.py", line 354, in train_and_evaluate
+[rank0]:     loop_fn = self._train_eval_loop
+[rank0]: AttributeError: 'Trainer' object has no attribute '_train_eval_loop'. Did you mean: '_train_evaluate_loop'?
+""",  # noqa: E501
+        CODE,
+        "traceback.library_bug",
+    ),
     # -- data loading ----------------------------------------------------------------------------------------
     (
         "pytorch/pytorch#10938",  # a truncated PNG: a struct error deep in PIL's decoder
@@ -342,6 +357,15 @@ PermissionError: [Errno 13] Permission denied: 'Qwen3-0.6B-SFT'
         CONFIG,
         "traceback.permission_denied",
     ),
+    (
+        "bene-ges/nemo_compatible#16",  # Lightning's settings check: trainer.devices named a GPU the node lacks
+        """
+lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [1]
+ But your machine only has: [0]
+""",
+        CONFIG,
+        "traceback.config_validator",
+    ),
     # -- storage, memory, devices ----------------------------------------------------------------------------
     (
         "YuanGongND/ast#30",
@@ -387,6 +411,23 @@ Traceback (most recent call last):
     pickle.dump(array, fp, protocol=2, **pickle_kwargs)
 MemoryError
 """,
+        FailureClass.HOST_OOM,
+        "traceback.host_oom",
+    ),
+    (
+        "real-stanford/flingbot#11",  # Ray's memory monitor killed a task: the node's memory, not a GPU's
+        """
+Traceback (most recent call last):
+  File "run_sim.py", line 152, in <module>
+    remaining_observations=remaining_observations)
+  File "/home/zcs/work/train-my-fling/flingbot/utils.py", line 416, in step_env
+    for obs, env_id in ray.get(step_retval):
+  File "/home/zcs/miniconda3/envs/flingbot/lib/python3.6/site-packages/ray/_private/client_mode_hook.py", line 105, in wrapper
+    return func(*args, **kwargs)
+  File "/home/zcs/miniconda3/envs/flingbot/lib/python3.6/site-packages/ray/_private/worker.py", line 2523, in get
+    raise value
+ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.
+""",  # noqa: E501
         FailureClass.HOST_OOM,
         "traceback.host_oom",
     ),
@@ -493,6 +534,14 @@ def test_the_collective_backend_failing_is_only_a_symptom_of_a_timeout() -> None
     assert verdict.ref.rank == 1
     parsed = _parsed(text)
     assert parsed is not None and judge(parsed).rule_id == "traceback.dist_backend"
+
+
+def test_a_terminate_whose_what_never_came_is_a_weak_symptom() -> None:
+    # NVIDIA/Megatron-LM#1051, printed beside the watchdog timeouts of its ranks
+    record = _parsed(next(text for source, text, *_ in PARSER_ONLY if source == "NVIDIA/Megatron-LM#1051"))
+    assert record is not None
+    verdict = judge(record)
+    assert role_of(verdict) is Role.SYMPTOM and verdict.priority <= 30
 
 
 def test_a_launcher_summary_names_the_signal_as_a_symptom() -> None:
@@ -602,6 +651,23 @@ frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chro
 """,  # noqa: E501
         FailureClass.COLLECTIVE_TIMEOUT,
         "traceback.dist_backend",
+    ),
+    (
+        "tatsu-lab/stanford_alpaca#65",  # the watchdog's own abort, thrown as a plain std::runtime_error
+        """
+terminate called after throwing an instance of 'std::runtime_error'
+  what():  [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2778, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1801649 milliseconds before timing out.
+""",  # noqa: E501
+        FailureClass.COLLECTIVE_TIMEOUT,
+        "traceback.dist_backend",
+    ),
+    (
+        "NVIDIA/Megatron-LM#1051",  # the excerpt ends before the what(): only the C++ type is known
+        """
+terminate called after throwing an instance of 'std::runtime_error'
+""",
+        CODE,
+        "traceback.terminate_without_what",
     ),
     (
         "fastapi/typer docs/tutorial/exceptions.md",  # typer's rich traceback, its color markup removed
