@@ -1,9 +1,13 @@
-"""Numeric trends over progress lines: a loss spike that ends the run, an fp16 loss-scale collapse.
+"""Numeric trends: a loss spike that ends the run, an fp16 loss-scale collapse, a job torn down on a full host.
 
 No single line says "the loss diverged" when it does so in numbers: Megatron prints `lm loss: 9.8E+01` where it
 printed `2.1E+00` a few intervals before, and DeepSpeed halves its loss scale line after line until it reaches
 single digits. Both are judged here over the scanner's MetricPoints (the last progress lines of each rank). An
 isolated overflow at a large scale, or a grad-norm blip the loss shrugs off, is what healthy runs print.
+
+Nor does a SIGKILLed worker say why it died: when the launcher tears the job down right after the host's last
+memory report read nearly full (ZeRO offload filling host RAM), that reading is the likeliest cause. A high
+reading in a job that was not torn down is no failure.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from collections.abc import Iterable, Sequence
 from statistics import median
 
 from crashcart.agent.events import FailureEvent
+from crashcart.agent.teardown import TeardownStart, teardown_starts
+from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass, Role
-from crashcart.parsers.models import FileScan, MetricPoint
+from crashcart.parsers.models import FileScan, MetricPoint, RuleHit
 
 SPIKE_FACTOR = 3.0  # loss this many times its recent median...
 GRAD_FACTOR = 5.0  # ... while the grad norm is this many times its own (when the run prints one)
@@ -26,21 +32,26 @@ SCALE_FLOOR = 10.0  # ... whose scale fell below this: the fp16 range is exhaust
 DEEP_STREAK_MIN = 2  # fewer skips in a row suffice...
 DEEP_FLOOR = 1.0  # ... below a scale of 1: halved 8 (fairseq) to 17 (DeepSpeed, apex) times from where it starts
 PRIORITY = 50  # a trend is specific evidence, but a signature on the failing line knows more
+HOST_PRESSURE = 80.0  # percent of host RAM in use at the last report before a teardown: the kill was likely OOM
+PRESSURE_PRIORITY = 40  # a symptom: any root cause the log states outranks it
 
 
 def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
-    """A loss_divergence event for each rank whose numbers show a terminal spike or a scale collapse."""
+    """A loss_divergence event for each rank whose numbers show a terminal spike or a scale collapse, and a
+    host_oom symptom for each file whose last host-memory report was nearly full when the job was torn down."""
     events: list[FailureEvent] = []
     for scan in scans:
         for points in _by_rank(scan.metrics):
             for rule_id, point in ((_SPIKE, _spike(points)), (_COLLAPSE, _collapse(points))):
                 if point is not None:
                     events.append(_event(rule_id, point, scan.file))
-    return events
+    return events + _pressure_events(scans)
 
 
 _SPIKE = "trend.loss_spike"
 _COLLAPSE = "trend.loss_scale_collapse"
+_PRESSURE = "trend.host_memory_pressure"
+USAGE_RULE = "mem.host.usage_report"  # memory.yaml: a host-memory report, its percentage captured
 
 
 def _by_rank(points: Iterable[MetricPoint]) -> list[list[MetricPoint]]:
@@ -100,6 +111,34 @@ def _worst(streak: list[MetricPoint]) -> MetricPoint | None:
     return low if low.loss_scale < floor else None
 
 
+def _pressure_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
+    """The last host-memory report of each file, when it read HOST_PRESSURE or more and a teardown followed it."""
+    starts = teardown_starts(scans, [])
+    events: list[FailureEvent] = []
+    for scan in scans:
+        reports = [hit for hit in scan.hits if hit.rule_id == USAGE_RULE and "percent" in hit.captures]
+        if not reports:
+            continue
+        last = max(reports, key=lambda hit: hit.ref.line)
+        if _percent(last) >= HOST_PRESSURE and any(_after(start, last.ref) for start in starts):
+            events.append(_memory_event(last.ref))
+    return events
+
+
+def _percent(hit: RuleHit) -> float:
+    try:
+        return float(hit.captures["percent"])
+    except ValueError:
+        return 0.0
+
+
+def _after(start: TeardownStart, ref: LineRef) -> bool:
+    """The teardown began after the line: later in its file, or later in time from another file."""
+    if start.file == ref.file:
+        return start.line > ref.line
+    return start.time is not None and ref.time is not None and start.time >= ref.time
+
+
 def _event(rule_id: str, point: MetricPoint, file: str) -> FailureEvent:
     return FailureEvent(
         file=file,
@@ -113,4 +152,15 @@ def _event(rule_id: str, point: MetricPoint, file: str) -> FailureEvent:
         action=DEFAULT_ACTION[FailureClass.LOSS_DIVERGENCE],
         role=Role.ROOT_CAUSE,
         priority=PRIORITY,
+    )
+
+
+def _memory_event(ref: LineRef) -> FailureEvent:
+    return FailureEvent(
+        **dict(ref),
+        rule_id=_PRESSURE,
+        failure_class=FailureClass.HOST_OOM,
+        action=DEFAULT_ACTION[FailureClass.HOST_OOM],
+        role=Role.SYMPTOM,
+        priority=PRESSURE_PRIORITY,
     )

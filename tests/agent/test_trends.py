@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from crashcart.agent.report import Report
 from crashcart.agent.trends import trend_events
+from crashcart.api import triage
 from crashcart.knowledge.records import LineRef
-from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.metrics import read_point
 from crashcart.parsers.models import FileScan, MetricPoint
 
@@ -107,3 +111,39 @@ def test_two_overflows_at_a_scale_below_one_are_a_collapse() -> None:
 
 def test_two_overflows_at_a_large_scale_are_healthy() -> None:
     assert trend_events([scan_of(RECOVERING[:2])]) == []
+
+
+# deepspeedai/DeepSpeed#4571: ZeRO offload on one 3090; DeepSpeed's last memory report, then its launcher kills
+# the workers (the SIGKILLed subprocess exited first)
+DS_FULL = (
+    "[2024-01-22 16:50:44,316] [INFO] [utils.py:799:see_memory_usage] CPU Virtual Memory: used = 26.4 GB,"
+    " percent = 84.6%"
+)
+DS_KILLING = "[2024-01-22 16:50:49,553] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 1080504"
+# knowledge/healthy/deepspeed.log: the same report on a host with room to spare
+DS_ROOMY = (
+    "[2024-05-01 10:00:14,501] [INFO] [utils.py:787:see_memory_usage] CPU Virtual Memory:  used = 101.34 GB,"
+    " percent = 10.1%"
+)
+
+
+def _triage(tmp_path: Path, *lines: str) -> Report:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def test_a_teardown_right_after_a_nearly_full_host_memory_report_is_host_oom(tmp_path: Path) -> None:
+    report = _triage(tmp_path, DS_FULL, DS_KILLING)
+    assert report.diagnosis.failure_class is FailureClass.HOST_OOM
+    [event] = [e for e in report.events if getattr(e, "rule_id", "") == "trend.host_memory_pressure"]
+    assert (event.line, event.role) == (1, Role.SYMPTOM)
+
+
+def test_a_nearly_full_report_with_no_teardown_after_it_is_no_failure(tmp_path: Path) -> None:
+    assert _triage(tmp_path, DS_FULL).diagnosis.failure_class is FailureClass.UNKNOWN
+
+
+def test_a_teardown_after_a_roomy_report_is_not_blamed_on_memory(tmp_path: Path) -> None:
+    report = _triage(tmp_path, DS_ROOMY, DS_KILLING)
+    assert not [e for e in report.events if getattr(e, "rule_id", "") == "trend.host_memory_pressure"]
