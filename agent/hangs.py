@@ -5,6 +5,7 @@ A hung job often prints no error at all: its ranks stop stepping, keep-alive lin
 someone dumps the stacks (py-spy, faulthandler). Rank 0 waiting on a DataLoader queue while every other rank
 waits in all_reduce is the hang's cause; the others only wait for it. Such a job is a collective_timeout, as a
 symptom: any signature that says more outranks it, and so does the NCCL watchdog's own line when it fired.
+The threads faulthandler prints under a fatal signal are a crash report, not a hang, and show none.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ PRIORITY = 34  # above the launcher's cancellation and exit notes, below the wat
 STALL_CADENCES = 20  # no progress for this many logging intervals...
 MIN_STALL = timedelta(minutes=10)  # ... and at least this long (NCCL's shortest default timeout)
 MAX_OUTLIERS = 4
+# faulthandler prints the threads of a process that died of a fatal signal too, under its own line
+# (`Fatal Python error: Segmentation fault`, threestudio-project/threestudio#369): a crash report, not a hang.
+FATAL = "Fatal Python error: "
+CRASH_GAP = 3  # its first thread comes this few lines below that line, each next thread this few below the last
 _COLLECTIVES = frozenset({"all_reduce", "all_gather", "broadcast", "barrier", "reduce_scatter", "all_to_all"})
 
 
@@ -36,7 +41,7 @@ def hang_events(
 
 
 def _stack_hang(scans: Sequence[FileScan]) -> list[CollectiveTimeoutEvent]:
-    dumps = [(scan, dump) for scan in scans for dump in _main_threads(scan.stacks)]
+    dumps = [(scan, dump) for scan in scans for dump in _main_threads(hang_dumps(scan))]
     if not dumps:
         return []
     odd = outliers([dump for _, dump in dumps])
@@ -45,6 +50,23 @@ def _stack_hang(scans: Sequence[FileScan]) -> list[CollectiveTimeoutEvent]:
         scan, dump = dumps[0]
         return [_event(STACK_RULE, dump.start.model_copy(update={"rank": None, "node": None}))]
     return [_event(STACK_RULE, _placed(dump.start, scan)) for scan, dump in picked]
+
+
+def hang_dumps(scan: FileScan) -> list[StackDump]:
+    """The file's stack dumps but those of a crash report: the threads faulthandler printed right under its
+    `Fatal Python error:` line, one after another (a template's first and last line show where such lines are)."""
+    fatal = sorted({ref.line for stat in scan.templates for ref in (stat.first, stat.last) if FATAL in ref.text})
+    if not fatal:
+        return list(scan.stacks)
+    kept: list[StackDump] = []
+    reach = -1  # the last line the crash report's next thread may start on
+    for dump in sorted(scan.stacks, key=lambda d: d.start.line):
+        line = dump.start.line
+        if line <= reach or any(0 < line - at <= CRASH_GAP for at in fatal):
+            reach = line + len(dump.frames) + CRASH_GAP
+        else:
+            kept.append(dump)
+    return kept
 
 
 def _main_threads(stacks: Sequence[StackDump]) -> list[StackDump]:

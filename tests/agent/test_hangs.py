@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from crashcart.agent.events import CheckpointEvent
-from crashcart.agent.hangs import STACK_RULE, STALL_RULE, describe, hang_events, outliers
+from crashcart.agent.hangs import STACK_RULE, STALL_RULE, describe, hang_dumps, hang_events, outliers
 from crashcart.agent.timeline import timelines
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role
@@ -137,3 +137,50 @@ def test_no_hang_while_progress_goes_on_or_a_checkpoint_is_written_after_it() ->
     save = CheckpointEvent(file="rank0.log", line=50, text=" saving checkpoint at iteration    1000 to /ckpt/gpt-13b",
                            time=T0 + timedelta(hours=1), op="save")  # fmt: skip
     assert hang_events([late], timelines([late]), [save]) == []
+
+
+# threestudio-project/threestudio#369: a segfault after 4540 steps, and faulthandler's dump of the threads under it
+SEGV = (
+    "Epoch 0: |                                     | 4540/? [07:57<00:00,  9.51it/s]"
+    "Fatal Python error: Segmentation fault"
+)
+NO_FRAME = "Thread 0x00007f57168aa700 (most recent call first):"
+TQDM = "Thread 0x00007f5741fff700 (most recent call first):"
+_TQDM_FRAMES = [  # innermost last, as the dump listed them innermost first
+    Frame(file="threading.py", function="_bootstrap", package="python"),
+    Frame(file="threading.py", function="_bootstrap_inner", package="python"),
+    Frame(file="tqdm/_monitor.py", function="run", package="tqdm"),
+    Frame(file="threading.py", function="wait", package="python"),
+    Frame(file="threading.py", function="wait", package="python"),
+]
+
+
+def _crash_scan(fatal_line: int | None) -> FileScan:
+    file = "train.log"
+    dumps = [
+        StackDump(start=LineRef(file=file, line=3, text=NO_FRAME), thread=NO_FRAME.rstrip(":"), frames=[]),
+        StackDump(start=LineRef(file=file, line=6, text=TQDM), thread=TQDM.rstrip(":"), frames=_TQDM_FRAMES),
+    ]
+    fatal = LineRef(file=file, line=fatal_line or 1, text=SEGV)
+    templates = [TemplateStat(template_id="f", template=SEGV, count=1, first=fatal, last=fatal)] if fatal_line else []
+    return FileScan(file=file, lines=11, bytes=900, hits=[], templates=templates, stacks=dumps)
+
+
+def test_the_threads_faulthandler_dumps_under_a_fatal_signal_are_a_crash_report_not_a_hang() -> None:
+    crashed = _crash_scan(fatal_line=1)
+    assert hang_dumps(crashed) == []
+    assert hang_events([crashed], [], []) == []
+    # the same threads with no fatal line above them (a dump on demand, faulthandler.register) are a hang's
+    dumped = _crash_scan(fatal_line=None)
+    assert len(hang_dumps(dumped)) == 2
+    (event,) = hang_events([dumped], [], [])
+    assert event.rule_id == STACK_RULE
+
+
+def test_a_dump_well_below_a_fatal_line_is_not_part_of_its_crash_report() -> None:
+    far = _crash_scan(fatal_line=1).model_copy(update={"lines": 400})
+    later = StackDump(
+        start=LineRef(file="train.log", line=300, text=TQDM), thread=TQDM.rstrip(":"), frames=_TQDM_FRAMES
+    )
+    far.stacks.append(later)
+    assert hang_dumps(far) == [later]
