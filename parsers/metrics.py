@@ -22,10 +22,10 @@ MAX_PER_BLOCK = 512  # candidate lines looked at per 4 MiB block (the last ones:
 MAX_LINE = 2000  # a progress line longer than this is read up to here
 
 # Lines that report progress: an iteration/step counter with its number, a loss value, a loss scale or an
-# overflow skip, as Megatron-LM, DeepSpeed, HF Trainer, Lightning, fairseq and apex print them.
+# overflow skip, as Megatron-LM, DeepSpeed, HF Trainer, Lightning, fairseq, apex and BigDL ("Loss is 1.26.") print them.
 PROGRESS_PATTERN = (
     r"(?i)(?:\b(?:iteration|iter|global_step|step|steps)\b['\"]?[ \t]{0,8}[:=]?[ \t]{0,8}\d"
-    r"|\bloss(?:[ _]scale)?\b['\"]?[ \t]{0,4}[:=]?[ \t]{0,4}(?:[-+]?\d|nan|inf)"
+    r"|\bloss(?:[ _]scale)?\b['\"]?[ \t]{0,4}(?:[:=]|is\b)?[ \t]{0,4}(?:[-+]?\d|nan|inf)"
     r"|skipping step|\boverflow\b)"
 )
 
@@ -33,7 +33,7 @@ PROGRESS_PATTERN = (
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?)"
 # Slurm's "STEP 6053.0" / "StepId=6053.0" names a job step, not a training step: a dotted number is not one.
 _ITERATION = re.compile(r"\b(?:iteration|iter|global_step|step)\b['\"]?\s{0,8}[:=]?\s{0,8}(\d+)(?![\d.]*\d)")
-_LOSS = re.compile(r"\b(?:lm[ _]|train[ _]|training[ _])?loss\b(?![ _]scale)['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
+_LOSS = re.compile(r"\b(?:lm[ _]|train[ _]|training[ _])?loss\b(?![ _]scale)['\"]?\s{0,4}(?:[:=]|is\b)?\s{0,4}" + _NUM)
 _GRAD_NORM = re.compile(r"\bgrad(?:ient)?[ _]norm\b['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
 _SCALE = re.compile(
     r"(?:attempted loss scale|loss scale reduced to|loss scale to|\bloss[ _]scale\b['\"]?)\s{0,4}[:=]?\s{0,4}" + _NUM

@@ -26,6 +26,12 @@ FAIRSEQ_OVERFLOW = (
     "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.00048828125"
 )
 FAIRSEQ_OLD_OVERFLOW = "| WARNING: overflow detected, setting loss scale to: 0.25"  # facebookresearch/fairseq#512
+# intel/ipex-llm#1486 (BigDL's DistriOptimizer: "Loss is $loss.")
+BIGDL = (
+    "2017-08-20 16:11:42 INFO  DistriOptimizer$:295 - [Epoch 64 738304/1281167][Iteration 45458][Wall Clock"
+    " 197336.222587172s] Train 1792 in 4.494659207seconds. Throughput is 398.6954 records/second. Loss is 1.308916."
+    " Current learning rate is 0.046282765356364115. Current weight decay is 1.0E-4. Current momentum is 0.9."
+)
 # unsloth/unsloth#5207 (HF Trainer's log dict)
 HF_GRAD = "{'loss': 1.51,  'grad_norm': 11140.00}"
 # bigscience-workshop/Megatron-DeepSpeed#396
@@ -48,6 +54,7 @@ def ref(text: str, line: int = 1) -> LineRef:
         (FAIRSEQ_OVERFLOW, None, None, None, 0.00048828125, True),
         (FAIRSEQ_OLD_OVERFLOW, None, None, None, 0.25, True),
         (HF_LOSS, None, 2.0491, None, None, False),
+        (BIGDL, 45458, 1.308916, None, None, False),
         (HF_GRAD, None, 1.51, 11140.0, None, False),
     ],
 )
@@ -76,7 +83,7 @@ def test_lines_without_progress_numbers_are_not_points() -> None:
 
 def test_the_pattern_finds_progress_lines_and_not_lookalikes() -> None:
     pattern = re.compile(PROGRESS_PATTERN)
-    for line in (MEGATRON, DS_OVERFLOW, HF_LOSS, HF_GRAD):
+    for line in (MEGATRON, DS_OVERFLOW, HF_LOSS, HF_GRAD, BIGDL):
         assert pattern.search(line), line
     # Megatron's timer lines (knowledge/healthy/megatron.log) carry "step" only inside a timer's name
     assert not pattern.search("    optimizer-inner-step ...........................: (20.66, 20.72)")
