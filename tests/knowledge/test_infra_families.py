@@ -150,3 +150,18 @@ def test_a_tpu_workers_shutdown_notice_ends_the_run_it_interrupts(tmp_path: Path
         "INFO:tensorflow:ShutdownHook: lame workers found: HeartbeatManager(/job:worker/replica:0/task:0/device:CPU:0)",
     )
     assert report.diagnosis.failure_class is FailureClass.CANCELLED
+
+
+# ray-project/ray#63807: Ray Train's report of a worker whose node was drained, the reason on the line below
+RAY_NODE_DIED = (
+    "(TrainController pid=79312) The actor died because its node has died. Node Id: "
+    "b157c93de9603b1458ae4bd22668b46a4f0ae249bf9467072ba6fd45"
+)
+RAY_PREEMPTED = (
+    "(TrainController pid=79312) \tthe actor's node was preempted: preemption_integration_demo: simulating node drain"
+)
+
+
+def test_a_ray_node_that_died_is_a_node_failure_unless_the_cloud_says_it_took_it(tmp_path: Path) -> None:
+    assert _triage(tmp_path, RAY_NODE_DIED).diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert _triage(tmp_path, RAY_NODE_DIED, RAY_PREEMPTED).diagnosis.failure_class is FailureClass.CANCELLED
