@@ -165,3 +165,13 @@ RAY_PREEMPTED = (
 def test_a_ray_node_that_died_is_a_node_failure_unless_the_cloud_says_it_took_it(tmp_path: Path) -> None:
     assert _triage(tmp_path, RAY_NODE_DIED).diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert _triage(tmp_path, RAY_NODE_DIED, RAY_PREEMPTED).diagnosis.failure_class is FailureClass.CANCELLED
+
+
+def test_ranks_missing_from_init_process_groups_barrier_are_a_collective_timeout(tmp_path: Path) -> None:
+    # vllm-project/vllm#1401: one of two ranks never reached init_process_group
+    report = _triage(
+        tmp_path,
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 1, for key: "
+        "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
+    )
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
