@@ -55,15 +55,20 @@ def is_hint(text: str) -> bool:
     return hint_pattern().match(strip_prefixes(text).lstrip()) is not None
 
 
+_STEPD_BANNER = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED")
+
+
 def _signal_event(hit: RuleHit, count: int) -> Signal:
     """The hit as a tagged signal; on a hint line, whatever rule fired, a context one."""
     ref = hit.ref
-    named = hit.captures.get("node") or next(iter(hosts_in_message(ref.text)), None)  # "Node failure on X"
+    named = hit.captures.get("node")
+    reported = None if named else next(iter(hosts_in_message(ref.text)), None)  # "Node failure on X", Ray's dead node
     hint = is_hint(ref.text)
     base = dict(
         dict(ref),  # the line's own fields: an event is a LineRef
-        node=named or ref.node,
-        names_node=bool(named),
+        node=named or reported or ref.node,
+        # slurmstepd's banner says where the step was cancelled (its own host), which accuses nobody
+        names_node=bool(named) or (reported is not None and not _STEPD_BANNER.search(ref.text)),
         count=count,
         rule_id=hit.rule_id,
         failure_class=hit.failure_class,

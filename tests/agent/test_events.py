@@ -192,6 +192,19 @@ def test_a_host_a_report_names_is_the_events_node_without_a_capture() -> None:
     assert (event.node, event.names_node) == ("compute-0-2.local", True)
 
 
+def test_slurmstepds_banner_places_its_event_but_accuses_no_node() -> None:
+    # slurmstepd's banner (slurm's "*** %s ON %s CANCELLED AT %s DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR
+    # DETAILS ***", as a Jean Zay job printed it in a public training logbook) names the host the step ran on,
+    # which printed it; the node that failed is named elsewhere (srun's "Node failure on X")
+    line = (
+        "slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T03:17:51 DUE TO NODE"
+        " FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+    )
+    hit = _hit("slurm-1943824.out", 40, line, FailureClass.NODE_FAILURE, rule="nf")
+    (event,) = build_events([_scan("slurm-1943824.out", [hit])])
+    assert (event.node, event.names_node) == ("jean-zay-iam17", False)
+
+
 # torchrun's failure summary (Vision-CAIR/MiniGPT-4#237): the failed rank and its host, each on a line of its own
 CHILD_FAILED = [
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
