@@ -175,3 +175,14 @@ def test_ranks_missing_from_init_process_groups_barrier_are_a_collective_timeout
         "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
     )
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+
+
+def test_rocms_gpu_memory_access_fault_is_the_cuda_illegal_address_of_an_amd_gpu(tmp_path: Path) -> None:
+    # ROCmSoftwarePlatform/hiptensorflow#60: ResNet training on CIFAR-10 dies at step 901
+    report = _triage(
+        tmp_path,
+        "INFO:tensorflow:loss = 1.00229, step = 901, precision = 0.703125",
+        "Memory access fault by GPU node-1 on address 0x1e4000. Reason: Page not present or supervisor privilege.",
+        "Aborted (core dumped)",
+    )
+    assert report.diagnosis.failure_class is FailureClass.CUDA_ERROR
