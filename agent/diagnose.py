@@ -40,6 +40,7 @@ JOB_WIDE_CLASSES = frozenset({FailureClass.LOSS_DIVERGENCE, FailureClass.CANCELL
 # Rule-id prefixes of the structural paths, and how the summary names each.
 STRUCTURE_PATHS = {
     "traceback.": "the traceback",
+    "trend.host_": "the host memory readings",  # first match wins: the specific prefix before "trend."
     "trend.": "the loss trend",
     "timeline.hang_stack": "the stack dumps",
     "timeline.": "the progress timeline",

@@ -138,6 +138,7 @@ def test_a_teardown_right_after_a_nearly_full_host_memory_report_is_host_oom(tmp
     assert report.diagnosis.failure_class is FailureClass.HOST_OOM
     [event] = [e for e in report.events if getattr(e, "rule_id", "") == "trend.host_memory_pressure"]
     assert (event.line, event.role) == (1, Role.SYMPTOM)
+    assert "from the host memory readings" in report.diagnosis.summary
 
 
 def test_a_nearly_full_report_with_no_teardown_after_it_is_no_failure(tmp_path: Path) -> None:
