@@ -186,3 +186,14 @@ def test_rocms_gpu_memory_access_fault_is_the_cuda_illegal_address_of_an_amd_gpu
         "Aborted (core dumped)",
     )
     assert report.diagnosis.failure_class is FailureClass.CUDA_ERROR
+
+
+def test_an_amd_gpu_hang_reset_by_its_driver_is_gpu_hardware_to_retry(tmp_path: Path) -> None:
+    # ROCm/legacy-rocm-build#2533: ROCm on an RX 7900 XT, the sdma ring hangs and the driver resets the GPU
+    report = _triage(
+        tmp_path,
+        "Oct  7 12:58:23 Ubuntu-Desktop kernel: [ 2237.944235] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring sdma0 "
+        "timeout, signaled seq=16060, emitted seq=16062",
+        "Oct  7 12:58:23 Ubuntu-Desktop kernel: [ 2237.944732] amdgpu 0000:0a:00.0: amdgpu: GPU reset begin!",
+    )
+    assert (report.diagnosis.failure_class, report.diagnosis.action.value) == (FailureClass.GPU_HARDWARE, "retry")
