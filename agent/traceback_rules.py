@@ -83,6 +83,7 @@ def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
 
 _SHARED_OBJECT = re.compile(
     r"undefined symbol|cannot open shared object file|DLL load failed|Symbol not found|Library not loaded"
+    r'|Error loading "[^"]+\.dll" or one of its dependencies'
 )
 # A version pin in the message of an import or of a version-checking frame ("tokenizers>=0.22.0,<=0.23.0").
 _VERSION_PIN = re.compile(r"(?:>=|<=|==|~=|!=)\s*\d+(?:\.\d+)+")
@@ -90,8 +91,10 @@ _VERSION_PIN = re.compile(r"(?:>=|<=|==|~=|!=)\s*\d+(?:\.\d+)+")
 _VERSION_WORDS = re.compile(
     r"is required for a normal functioning|version mismatch|[Ii]nvalid version|version of \w+ is out of date"
     r"|requires? (?:a )?(?:newer|older|higher|lower) version|does not recognize this architecture"
-    r"|pip install (?:-U|--upgrade)\b"
+    r"|pip install (?:-U|--upgrade)\b|generated code is out of date|modules must be compiled with NumPy"
 )
+# A toolchain the job builds with at start-up (torch.utils.cpp_extension), or a framework build lacking a backend.
+_BUILD_MISSING = re.compile(r"CUDA_HOME environment variable is not set|Distributed package doesn't have NCCL built in")
 _VERSION_FRAMES = re.compile(r"dependency_versions_check|/utils/versions\.py|importlib/metadata|/packaging/")
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _CANNOT_IMPORT = re.compile(r"cannot import name '[^']+' from '([^']+)'(?: \(([^)]*)\))?")
@@ -108,6 +111,8 @@ def _imports(exc: RaisedException, tb: Traceback) -> Finding | None:
     pinned = (importing or checked) and _VERSION_PIN.search(exc.message)
     if short_type(exc) == "InvalidVersion" or pinned or _VERSION_WORDS.search(exc.message):
         return Finding("version_check", env, CONFIDENT, "a version check failed")
+    if _BUILD_MISSING.search(exc.message):
+        return Finding("build_missing", env, CONFIDENT, "the build or its toolchain lacks a part")
     missing = _NO_MODULE.search(exc.message)
     if missing:
         if missing.group(1).split(".")[0] in user_modules(exc.frames):
