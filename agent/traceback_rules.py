@@ -92,6 +92,7 @@ _VERSION_WORDS = re.compile(
     r"is required for a normal functioning|version mismatch|[Ii]nvalid version|version of \w+ is out of date"
     r"|requires? (?:a )?(?:newer|older|higher|lower) version|does not recognize this architecture"
     r"|pip install (?:-U|--upgrade)\b|generated code is out of date|modules must be compiled with NumPy"
+    r"|was removed in the NumPy [\d.]+ release|Tokenizer class \w+ does not exist or is not currently imported"
 )
 # A toolchain the job builds with at start-up (torch.utils.cpp_extension), or a framework build lacking a backend.
 _BUILD_MISSING = re.compile(r"CUDA_HOME environment variable is not set|Distributed package doesn't have NCCL built in")
@@ -316,7 +317,7 @@ def _owner_is_library(owner: re.Match[str], exc: RaisedException) -> bool:
 
 _CUDA_BUILD = re.compile(
     r"no kernel image is available|is not compatible with the current PyTorch installation"
-    r"|CUDA driver version is insufficient|not compiled for"
+    r"|CUDA driver version is insufficient|not compiled for|provided PTX was compiled with an unsupported toolchain"
 )
 _CUDA = re.compile(
     r"CUDA error|CUDA driver error|cuDNN error|CUDNN_STATUS|CUBLAS_STATUS|cudaError|illegal memory access"
@@ -332,6 +333,8 @@ def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
     text = f"{exc.exc_type}: {exc.message}"
     if _CUDA_BUILD.search(text):
         return Finding("cuda_build_mismatch", FailureClass.ENVIRONMENT, CONFIDENT, "the CUDA build does not fit")
+    if "invalid device ordinal" in text:  # more ranks on the node than GPUs, or a wrong device mapping
+        return Finding("device_ordinal", FailureClass.CONFIG_ERROR, LIKELY, "a GPU index that does not exist")
     if _DEVICE_ASSERT.search(text):
         return Finding("device_assert", FailureClass.CODE_BUG, LIKELY, "a device-side assert fired")
     if _CUDA.search(text) or short_type(exc) == "AcceleratorError":

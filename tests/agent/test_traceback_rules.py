@@ -156,6 +156,28 @@ OSError: [WinError 126] 找不到指定的模块。 Error loading "D:\python\lib
         ENV,
         "traceback.undefined_symbol",
     ),
+    (
+        "yerfor/GeneFacePlusPlus#192",  # "fixed by update nvidia driver from 510 to 515"
+        """
+Traceback (most recent call last):
+   File "/data/workspace/online-lipsync/online-genefacepp/debug2.py", line 14, in <module>
+    data_ts = data_ts.cuda()
+RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+""",
+        ENV,
+        "traceback.cuda_build_mismatch",
+    ),
+    (
+        "JuergenFleiss/atrain_core#10",  # NumPy 2 removed an alias the package used; pinning numpy 1.26 worked
+        """
+AttributeError: `np.NaN` was removed in the NumPy 2.0 release. Use `np.nan` instead.. Did you mean: 'nan'?
+""",
+        ENV,
+        "traceback.version_check",
+    ),
     # -- TypeError / AttributeError: a library's API, or the user's own bug -----------------------------------
     (
         "salesforce/CodeRL#61",  # the repository needs its own transformers fork
@@ -507,6 +529,25 @@ torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB. G
 """,  # noqa: E501
         FailureClass.GPU_OOM,
         "traceback.gpu_oom",
+    ),
+    (
+        "seiichiinoue/odcnn#5",  # train.py picks cuda:1 on a machine with one GPU
+        r"""
+Traceback (most recent call last):
+  File "train.py", line 9, in <module>
+    net = net.to(device)
+  File "C:\Users\Chris Olin\PycharmProjects\onset_detection\venv\lib\site-packages\torch\nn\modules\module.py", line 432, in to
+    return self._apply(convert)
+  File "C:\Users\Chris Olin\PycharmProjects\onset_detection\venv\lib\site-packages\torch\nn\modules\module.py", line 208, in _apply
+    module._apply(fn)
+  File "C:\Users\Chris Olin\PycharmProjects\onset_detection\venv\lib\site-packages\torch\nn\modules\module.py", line 230, in _apply
+    param_applied = fn(param)
+  File "C:\Users\Chris Olin\PycharmProjects\onset_detection\venv\lib\site-packages\torch\nn\modules\module.py", line 430, in convert
+    return t.to(device, dtype if t.is_floating_point() else None, non_blocking)
+RuntimeError: CUDA error: invalid device ordinal
+""",  # noqa: E501
+        CONFIG,
+        "traceback.device_ordinal",
     ),
     (
         "Tianxinhuang/ComPC#5",
