@@ -199,13 +199,12 @@ def _check_other_failures(
 @lru_cache(maxsize=len(FailureClass))
 def _other_failures(failure_class: FailureClass) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The lines a rule for failure_class must not match, and where each comes from (for the refusal)."""
-    found: dict[str, str] = {}
+    # The lines every crash prints first: a pattern that matches one is refused for the most telling reason.
+    found: dict[str, str] = dict.fromkeys(crash_lines(), "a line crashes of every class print")
     for rule in load_rules():
         if rule.failure_class is not failure_class:
             for line in rule.examples:
                 found.setdefault(line, f"an example of rule {rule.id}, {rule.failure_class.value}")
-    for line in crash_lines():
-        found.setdefault(line, "a line crashes of every class print")
     return tuple(found), tuple(found.values())
 
 

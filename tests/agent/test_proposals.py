@@ -468,10 +468,12 @@ def test_a_refusal_for_another_failures_line_names_the_line_and_where_it_comes_f
     assert re.search(r" \(an example of rule [\w.]+, \w+\)", reason), reason
     assert reason.endswith("; match what only a gpu_hardware failure prints")
     verdict = validate_pattern(r"Traceback \(most recent call last\)", [TB], failure_class=GPU)
-    assert verdict.reasons == [
+    (reason,) = verdict.reasons  # the line every crash prints is named first, however many examples also match
+    assert reason.startswith(
         "matches another failure's line 'Traceback (most recent call last):' (a line crashes of every class print) "
-        "(and 3 more); match what only a gpu_hardware failure prints"
-    ]
+        "(and "
+    )
+    assert reason.endswith(" more); match what only a gpu_hardware failure prints")
 
 
 def test_a_proposal_that_would_outrank_a_more_specific_rule_of_another_class_is_refused() -> None:
