@@ -5,7 +5,7 @@ traceback around it (a DataLoader worker's re-raise, a launcher's summary), and 
 the first that knows the exception decides, and a weak code_bug stands when none does.
 
 How strongly each finding counts beside the signatures is traceback_findings.py's; the rules about how the job
-was launched and distributed are traceback_launch.py's.
+was launched and distributed are traceback_launch.py's, those about reading training data traceback_data.py's.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from crashcart.agent.traceback_data import data_loading, text_decoding
 from crashcart.agent.traceback_findings import BARE, CONFIDENT, LIKELY, OWN_CODE, SUMMARY, WEAK, Finding
 from crashcart.agent.traceback_frames import (
     DISPATCH,
     basename,
     defines_class,
     is_library,
-    is_stdlib,
     is_user,
     path,
     raiser,
@@ -42,16 +42,22 @@ def judge_exception(exc: RaisedException, tb: Traceback) -> Finding:
 
 # --- rules, in order: each returns a finding or None ---------------------------------------------------------
 
-_GPU_OOM = re.compile(r"CUDA out of memory|HIP out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED")
+_GPU_OOM = re.compile(
+    r"CUDA out of memory|HIP out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED"
+    r"|RESOURCE_EXHAUSTED: Out of memory"  # XLA's device allocator (JAX, TensorFlow, PyTorch/XLA)
+)
 _HOST_OOM = re.compile(
     r"std::bad_alloc|Cannot allocate memory|\[Errno 12\]|can't allocate memory|memory allocation of \d+ bytes failed"
     r"|Unable to allocate [\d.]+ \w+ for an array|(?i:(?:could not|cannot|failed to|unable to) allocate)"
 )
 _DEVICE_WORDS = re.compile(r"CUDA|GPU|cuda|device")
+_WORKER_OOM = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: (?:Killed|Bus error)")
 
 
 def _memory(exc: RaisedException, tb: Traceback) -> Finding | None:
     text = f"{exc.exc_type}: {exc.message}"
+    if _WORKER_OOM.search(exc.message):  # SIGKILL is the OOM killer's signal, SIGBUS a full /dev/shm
+        return Finding("worker_killed", FailureClass.HOST_OOM, LIKELY, "a DataLoader worker was killed (host memory)")
     if exc.exc_type.startswith("ray.") and short_type(exc) == "OutOfMemoryError":  # Ray's memory monitor
         return Finding("host_oom", FailureClass.HOST_OOM, CONFIDENT, "the node ran low on memory (Ray)")
     if short_type(exc) == "OutOfMemoryError" or _GPU_OOM.search(text):
@@ -93,27 +99,40 @@ _VERSION_WORDS = re.compile(
     r"|requires? (?:a )?(?:newer|older|higher|lower) version|does not recognize this architecture"
     r"|pip install (?:-U|--upgrade)\b|generated code is out of date|modules must be compiled with NumPy"
     r"|was removed in the NumPy [\d.]+ release|Tokenizer class \w+ does not exist or is not currently imported"
+    r"|driver on your system is too old"
 )
 # A toolchain the job builds with at start-up (torch.utils.cpp_extension), or a framework build lacking a backend.
 _BUILD_MISSING = re.compile(r"CUDA_HOME environment variable is not set|Distributed package doesn't have NCCL built in")
+# torch.utils.cpp_extension's JIT and setup.py builds (DeepSpeed's ops, apex, custom kernels) run ninja/nvcc.
+_EXTENSION_BUILDERS = ("cpp_extension.py", "build_ext.py")
+_EXTENSION_BUILD = re.compile(r"Error building extension '")
 _VERSION_FRAMES = re.compile(r"dependency_versions_check|/utils/versions\.py|importlib/metadata|/packaging/")
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _CANNOT_IMPORT = re.compile(r"cannot import name '[^']+' from '([^']+)'(?: \(([^)]*)\))?")
 _IMPORT_TYPES = frozenset({"ImportError", "ModuleNotFoundError", "PackageNotFoundError", "InvalidVersion"})
 
 
-def _imports(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """Missing modules, broken builds and version checks: the environment, unless the module is the project's."""
+def _builds(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Compiled libraries that do not load, builds that lack a part, extensions that fail to compile."""
     env = FailureClass.ENVIRONMENT
     if _SHARED_OBJECT.search(exc.message):
         return Finding("undefined_symbol", env, CONFIDENT, "a compiled library does not fit (undefined symbol)")
+    if _BUILD_MISSING.search(exc.message):
+        return Finding("build_missing", env, CONFIDENT, "the build or its toolchain lacks a part")
+    compiling = any(path(f).endswith(_EXTENSION_BUILDERS) for f in exc.frames)
+    if _EXTENSION_BUILD.search(exc.message) or (compiling and short_type(exc) == "CalledProcessError"):
+        return Finding("extension_build", env, LIKELY, "compiling an extension failed (its compiler's lines say why)")
+    return None
+
+
+def _imports(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Missing modules and version checks: the environment, unless the module is the project's."""
+    env = FailureClass.ENVIRONMENT
     importing = short_type(exc) in _IMPORT_TYPES
     checked = any(_VERSION_FRAMES.search(path(f)) for f in exc.frames)
     pinned = (importing or checked) and _VERSION_PIN.search(exc.message)
     if short_type(exc) == "InvalidVersion" or pinned or _VERSION_WORDS.search(exc.message):
         return Finding("version_check", env, CONFIDENT, "a version check failed")
-    if _BUILD_MISSING.search(exc.message):
-        return Finding("build_missing", env, CONFIDENT, "the build or its toolchain lacks a part")
     missing = _NO_MODULE.search(exc.message)
     if missing:
         if missing.group(1).split(".")[0] in user_modules(exc.frames):
@@ -168,40 +187,6 @@ def _errno(exc: RaisedException, tb: Traceback) -> Finding | None:
     if kind == "PermissionError" or code == "13" or "Permission denied" in exc.message:
         return Finding("permission_denied", FailureClass.CONFIG_ERROR, OWN_CODE, "permission denied")
     return None
-
-
-_WORKER_RERAISE = re.compile(r"^Caught (\S+) in DataLoader worker process \d+")
-_DATA_PACKAGES = frozenset(
-    {"PIL", "cv2", "imageio", "pyarrow", "webdataset", "datasets", "decord", "soundfile", "librosa", "av", "lmdb"}
-)
-_COLLATE_BUG = re.compile(
-    r"stack expects each tensor to be equal size|resize storage|storage that is not resizable"
-    r"|batch must contain tensors"
-)
-
-
-def is_worker_reraise(exc: RaisedException) -> bool:
-    return bool(_WORKER_RERAISE.match(exc.message))
-
-
-def _is_data_frame(frame: Frame) -> bool:
-    """A frame that reads or decodes training data: DataLoader internals, decoders, dataset readers."""
-    file = path(frame)
-    if "torch/utils/data/" in file or frame.package in _DATA_PACKAGES:
-        return True
-    if is_stdlib(frame):
-        return "/json/" in file
-    return is_user(frame) and frame.function in ("__getitem__", "__getitems__")
-
-
-def _data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """Exceptions while reading a record are the data's, except tensor-storage misuse in collate/getitem."""
-    if tb.worker is None and not is_worker_reraise(exc) and not any(map(_is_data_frame, exc.frames)):
-        return None
-    in_collate = any(path(f).endswith("collate.py") for f in exc.frames)
-    if _COLLATE_BUG.search(exc.message) or (in_collate and short_type(exc) == "TypeError"):
-        return Finding("collate_bug", FailureClass.CODE_BUG, OWN_CODE, "tensor storage misused in collate/getitem")
-    return Finding("data_loading", FailureClass.DATA_ERROR, LIKELY, "raised while reading data")
 
 
 _CONFIG_WORDS = re.compile(
@@ -325,6 +310,8 @@ _CUDA = re.compile(
 )
 # The assert itself, not CUDA's hint that follows every CUDA error ("... to enable device-side assertions.")
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
+# CUDA's own names for faults of the GPU itself (cudaErrorECCUncorrectable, cudaErrorNvlinkUncorrectable).
+_GPU_FAULT = re.compile(r"uncorrectable ECC error encountered|cudaErrorECCUncorrectable|uncorrectable NVLink error")
 _DIST = re.compile(r"NCCL error|ProcessGroupNCCL|ProcessGroupGloo|Gloo|Watchdog caught collective operation timeout")
 
 
@@ -337,6 +324,8 @@ def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
         return Finding("device_ordinal", FailureClass.CONFIG_ERROR, LIKELY, "a GPU index that does not exist")
     if _DEVICE_ASSERT.search(text):
         return Finding("device_assert", FailureClass.CODE_BUG, LIKELY, "a device-side assert fired")
+    if _GPU_FAULT.search(text):
+        return Finding("gpu_fault", FailureClass.GPU_HARDWARE, LIKELY, "the GPU reported a hardware fault")
     if _CUDA.search(text) or short_type(exc) == "AcceleratorError":
         return Finding("cuda_error", FailureClass.CUDA_ERROR, LIKELY, "a CUDA error")
     if short_type(exc) in ("DistBackendError", "DistNetworkError", "DistStoreError") or _DIST.search(text):
@@ -369,9 +358,11 @@ _RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
     remote_failure,
     _cancelled,
     launch_settings,
+    _builds,
     _imports,
     _errno,
-    _data_loading,
+    text_decoding,
+    data_loading,
     _config,
     _api,
     _device,

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crashcart.agent.events import FailureEvent
+from crashcart.agent.traceback_data import is_worker_reraise
 from crashcart.agent.traceback_findings import SUMMARY, Finding
 from crashcart.agent.traceback_frames import where
 from crashcart.agent.traceback_launch import judge_unfinished
-from crashcart.agent.traceback_rules import is_worker_reraise, judge_exception
+from crashcart.agent.traceback_rules import judge_exception
 from crashcart.knowledge.records import LineRef, Strict
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass, Role
 from crashcart.parsers.masking import mask

@@ -178,6 +178,32 @@ AttributeError: `np.NaN` was removed in the NumPy 2.0 release. Use `np.nan` inst
         ENV,
         "traceback.version_check",
     ),
+    (
+        "deepspeedai/DeepSpeed#3299",  # the JIT build of fused_adam: nvcc too old for compute_89 (its line above)
+        """
+Traceback (most recent call last):
+  File "/home/ubuntu/anaconda3/envs/DeepSpeed/lib/python3.8/site-packages/torch/utils/cpp_extension.py", line 1893, in _run_ninja_build
+    subprocess.run(
+  File "/home/ubuntu/anaconda3/envs/DeepSpeed/lib/python3.8/subprocess.py", line 512, in run
+    raise CalledProcessError(retcode, process.args,
+subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.
+""",  # noqa: E501
+        ENV,
+        "traceback.extension_build",
+    ),
+    (
+        "ai4d-iasc/trixie#9",  # torch's own driver check, an AssertionError that mentions the GPU
+        """
+  File "/home/drozdyuka/anaconda3/envs/patchy_discs_model/lib/python3.7/site-packages/torch/cuda/__init__.py", line 63, in _check_driver
+    of the CUDA driver.\"\"\".format(str(torch._C._cuda_getDriverVersion())))
+AssertionError: 
+The NVIDIA driver on your system is too old (found version 10010).
+Please update your GPU driver by downloading and installing a new
+version from the URL: http://www.nvidia.com/Download/index.aspx
+""",  # noqa: E501, W291
+        ENV,
+        "traceback.version_check",
+    ),
     # -- TypeError / AttributeError: a library's API, or the user's own bug -----------------------------------
     (
         "salesforce/CodeRL#61",  # the repository needs its own transformers fork
@@ -521,6 +547,31 @@ ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on 
         "traceback.host_oom",
     ),
     (
+        "jax-ml/jax#22755",  # XLA's device allocator
+        """
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 3743729664 bytes.
+""",
+        FailureClass.GPU_OOM,
+        "traceback.gpu_oom",
+    ),
+    (
+        "pytorch/pytorch#8976",  # the main process sees its DataLoader worker SIGKILLed: the host OOM killer
+        """
+Traceback (most recent call last):
+  File "/public/home/wl_ligexian/anaconda3/envs/py38/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1133, in _try_get_data
+    data = self._data_queue.get(timeout=timeout)
+  File "/public/home/wl_ligexian/anaconda3/envs/py38/lib/python3.8/queue.py", line 179, in get
+    self.not_empty.wait(remaining)
+  File "/public/home/wl_ligexian/anaconda3/envs/py38/lib/python3.8/threading.py", line 306, in wait
+    gotit = waiter.acquire(True, timeout)
+  File "/public/home/wl_ligexian/anaconda3/envs/py38/lib/python3.8/site-packages/torch/utils/data/_utils/signal_handling.py", line 66, in handler
+    _error_if_any_worker_fails()
+RuntimeError: DataLoader worker (pid 1817) is killed by signal: Killed. 
+""",  # noqa: E501, W291
+        FailureClass.HOST_OOM,
+        "traceback.worker_killed",
+    ),
+    (
         "FoundationVision/GenerateU#10",
         """
 File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/linear.py", line 114, in forward
@@ -562,6 +613,16 @@ RuntimeError: CUDA error: an illegal memory access was encountered
 """,
         FailureClass.CUDA_ERROR,
         "traceback.cuda_error",
+    ),
+    (
+        "bigscience-workshop/bigscience tr1-13B-base/chronicles.md",  # a GPU's memory failed hours into the run
+        """
+  File "/gpfswork/rech/six/commun/conda/tr1-13B/lib/python3.8/site-packages/torch/autograd/__init__.py", line 145, in backward
+    Variable._execution_engine.run_backward(
+RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable: uncorrectable ECC error encountered
+""",  # noqa: E501
+        FailureClass.GPU_HARDWARE,
+        "traceback.gpu_fault",
     ),
     # -- launchers and what nothing explains -------------------------------------------------------------------
     (
@@ -772,6 +833,16 @@ terminate called after throwing an instance of 'std::runtime_error'
 """,  # noqa: E501
         FailureClass.COLLECTIVE_TIMEOUT,
         "traceback.dist_backend",
+    ),
+    (
+        "pytorch/pytorch#58155",  # A100 clusters failing after days: the interconnect, as CUDA names it
+        """
+terminate called after throwing an instance of 'c10::Error'
+  what():  CUDA error: uncorrectable NVLink error detected during the execution
+Exception raised from create_event_internal at /pytorch/c10/cuda/CUDACachingAllocator.cpp:733 (most recent call first):
+""",  # noqa: E501
+        FailureClass.GPU_HARDWARE,
+        "traceback.gpu_fault",
     ),
     (
         "NVIDIA/Megatron-LM#1051",  # the excerpt ends before the what(): only the C++ type is known

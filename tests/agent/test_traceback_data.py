@@ -1,0 +1,84 @@
+"""The traceback rules about reading training data, on real tracebacks: a text decode error is the data's unless a
+deserialiser read a binary file through a text handle (the code's)."""
+
+from __future__ import annotations
+
+import pytest
+from traceback_records import traceback_from
+
+from crashcart.agent.tracebacks import judge
+from crashcart.knowledge.taxonomy import FailureClass
+
+# (source thread, traceback as printed, expected class, expected rule)
+CASES = [
+    (
+        "ExplainableML/KG-SP#3",  # "dataset.py opened pickle files in text mode": fixed with 'rb'
+        """
+Traceback (most recent call last):
+  File "train.py", line 348, in <module>
+    main()
+  File "train.py", line 43, in main
+    trainset = dset.CompositionDataset(
+  File "/sharefiles1/zhangyanyi/projects/kg-sp/data/dataset.py", line 168, in __init__
+    sample_mask = pickle.load(fo)
+  File "/home/zhangyanyi/miniconda3/envs/czsl-1/lib/python3.8/codecs.py", line 322, in decode
+    (result, consumed) = self._buffer_decode(data, self.errors, final)
+UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte
+""",
+        FailureClass.CODE_BUG,
+        "traceback.binary_read_as_text",
+    ),
+    (
+        "jingyaogong/minimind#551",  # pretrain_hq.jsonl is not valid UTF-8 from its first byte
+        """
+Traceback (most recent call last):
+  File "/group/40023/silongsheng/llm_projects/llmMinimind/trainer/train_pretrain.py", line 132, in <module>
+    train_ds = PretrainDataset(args.data_path, tokenizer, max_length=args.max_seq_len)
+  File "/group/40023/silongsheng/llm_projects/llmMinimind/dataset/lm_dataset.py", line 21, in __init__
+    self.samples = self.load_data(data_path)
+  File "/group/40023/silongsheng/llm_projects/llmMinimind/dataset/lm_dataset.py", line 26, in load_data
+    for line_num, line in enumerate(f, 1):
+  File "/group/40023/conda_envs/minimind/lib/python3.10/codecs.py", line 322, in decode
+    (result, consumed) = self._buffer_decode(data, self.errors, final)
+UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe6 in position 0: invalid continuation byte
+""",  # noqa: E501
+        FailureClass.DATA_ERROR,
+        "traceback.text_decoding",
+    ),
+    (
+        "qibin0506/Cortex#13",  # a library's dataset reads text lines; the downloaded .pkl was corrupt
+        """
+[rank1]:   File "/home/youwei/github/Cortex/.venv/lib/python3.12/site-packages/llm_trainer/dataset.py", line 45, in __init__
+[rank1]:     for line in f:
+[rank1]:                 ^
+[rank1]:   File "<frozen codecs>", line 322, in decode
+[rank1]: UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte
+""",  # noqa: E501
+        FailureClass.DATA_ERROR,
+        "traceback.text_decoding",
+    ),
+    (
+        "Suanmd/TR-MISR#3",  # the user's collate function stacks tensors of different shapes
+        r"""
+RuntimeError: Caught RuntimeError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "C:\Users\user\anaconda3\envs\endo\lib\site-packages\torch\utils\data\_utils\worker.py", line 302, in _worker_loop
+    data = fetcher.fetch(index)
+  File "C:\Users\user\anaconda3\envs\endo\lib\site-packages\torch\utils\data\_utils\fetch.py", line 52, in fetch
+    return self.collate_fn(data)
+  File "C:\Users\user\Desktop\TR-MISR-master\src\utils.py", line 65, in __call__
+    return self.collateFunction(batch)
+  File "C:\Users\user\Desktop\TR-MISR-master\src\utils.py", line 118, in collateFunction
+    padded_lr_batch = torch.stack(lr_batch, dim=0)
+RuntimeError: stack expects each tensor to be equal size, but got [24, 32, 64] at entry 0 and [24, 64, 32] at entry 1
+""",  # noqa: E501
+        FailureClass.CODE_BUG,
+        "traceback.collate_bug",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "text", "cls", "rule"), CASES, ids=[c[0] for c in CASES])
+def test_a_real_traceback_gets_its_class(source: str, text: str, cls: FailureClass, rule: str) -> None:
+    verdict = judge(traceback_from(text))
+    assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
