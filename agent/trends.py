@@ -42,7 +42,8 @@ def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     events: list[FailureEvent] = []
     for scan in scans:
         for points in _by_rank(scan.metrics):
-            for rule_id, point in ((_SPIKE, _spike(points)), (_COLLAPSE, _collapse(points))):
+            judged = ((_SPIKE, _spike(points)), (_COLLAPSE, _collapse(points)), (_NONFINITE, _nonfinite(points)))
+            for rule_id, point in judged:
                 if point is not None:
                     events.append(_event(rule_id, point, scan.file))
     return events + _pressure_events(scans)
@@ -50,6 +51,7 @@ def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
 
 _SPIKE = "trend.loss_spike"
 _COLLAPSE = "trend.loss_scale_collapse"
+_NONFINITE = "trend.loss_nonfinite"
 _PRESSURE = "trend.host_memory_pressure"
 USAGE_RULE = "mem.host.usage_report"  # memory.yaml: a host-memory report, its percentage captured
 
@@ -84,6 +86,21 @@ def _spike(points: list[MetricPoint]) -> MetricPoint | None:
         return peak if (peak.loss or 0.0) >= LOSS_ONLY_FACTOR * base_loss else None
     exploded = not _finite(peak.grad_norm) or (peak.grad_norm or 0.0) >= GRAD_FACTOR * max(median(grads), 1e-12)
     return peak if exploded else None
+
+
+def _nonfinite(points: list[MetricPoint]) -> MetricPoint | None:
+    """The first of the NaN/Inf losses (or grad norms) a rank printed to its end: however its logger words it, a run
+    whose last numbers are not numbers diverged. A NaN the run trained past (a skipped fp16 step) is not one."""
+    valued = [p for p in points if p.loss is not None or p.grad_norm is not None]
+    tail: list[MetricPoint] = []
+    for point in reversed(valued):
+        bad = [v for v in (point.loss, point.grad_norm) if v is not None and not _finite(v)]
+        if not bad:
+            break
+        if point.skipped:  # an overflow the scaler skipped, not a loss the model reached
+            return None
+        tail.append(point)
+    return tail[-1] if tail else None
 
 
 def _collapse(points: list[MetricPoint]) -> MetricPoint | None:

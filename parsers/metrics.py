@@ -32,9 +32,11 @@ PROGRESS_PATTERN = (
 # Searched in the lowercased line: Python's re is several times faster without IGNORECASE.
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?)"
 # Slurm's "STEP 6053.0" / "StepId=6053.0" names a job step, not a training step: a dotted number is not one.
-_ITERATION = re.compile(r"\b(?:iteration|iter|global_step|step)\b['\"]?\s{0,8}[:=]?\s{0,8}(\d+)(?![\d.]*\d)")
+_ITERATION = re.compile(
+    r"\b(?:iteration|iter|global_step|step|num_updates)\b['\"]?\s{0,8}[:=]?\s{0,8}(\d+)(?![\d.]*\d)"
+)
 _LOSS = re.compile(r"\b(?:lm[ _]|train[ _]|training[ _])?loss\b(?![ _]scale)['\"]?\s{0,4}(?:[:=]|is\b)?\s{0,4}" + _NUM)
-_GRAD_NORM = re.compile(r"\bgrad(?:ient)?[ _]norm\b['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
+_GRAD_NORM = re.compile(r"\b(?:grad(?:ient)?[ _]norm|gnorm)\b['\"]?\s{0,4}[:=]?\s{0,4}" + _NUM)
 _SCALE = re.compile(
     r"(?:attempted loss scale|loss scale reduced to|loss scale to|\bloss[ _]scale\b['\"]?)\s{0,4}[:=]?\s{0,4}" + _NUM
 )
@@ -52,7 +54,7 @@ def read_point(ref: LineRef) -> MetricPoint | None:
     """The numbers a progress line reports, or None when it reports none of them."""
     text = ref.text[:MAX_LINE]
     low = text.lower()  # a substring test is cheaper than a regex search that finds nothing
-    iteration = _ITERATION.search(low) if "iter" in low or "step" in low else None
+    iteration = _ITERATION.search(low) if "iter" in low or "step" in low or "num_updates" in low else None
     loss = _LOSS.search(low) if "loss" in low else None
     grad = _GRAD_NORM.search(low) if "norm" in low else None
     scale = _SCALE.search(low) if "scale" in low else None

@@ -148,3 +148,22 @@ def test_a_nearly_full_report_with_no_teardown_after_it_is_no_failure(tmp_path: 
 def test_a_teardown_after_a_roomy_report_is_not_blamed_on_memory(tmp_path: Path) -> None:
     report = _triage(tmp_path, DS_ROOMY, DS_KILLING)
     assert not [e for e in report.events if getattr(e, "rule_id", "") == "trend.host_memory_pressure"]
+
+
+# bigscience-workshop/Megatron-DeepSpeed#396: the grad norm is nan on every iteration to the end of the log
+GRAD_NAN = (
+    " iteration {it:>8}/  250000 | consumed samples:        43408 | consumed tokens:     88899584 | elapsed time per"
+    " iteration (ms): 4247.9 | learning rate: 2.999E-04 | global batch size:     8 | loss scale: 1.0 | grad norm: nan |"
+    " actual seqlen:  2048 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+
+
+def test_numbers_that_stay_nan_to_the_end_are_divergence_from_the_first_of_them() -> None:
+    lines = megatron([2.4, 2.38, 2.41], [0.2] * 3) + [GRAD_NAN.format(it=5426 + i) for i in range(4)]
+    [event] = trend_events([scan_of(lines)])
+    assert (event.rule_id, event.line) == ("trend.loss_nonfinite", 4)
+
+
+def test_a_nan_the_run_trained_past_is_no_divergence() -> None:
+    lines = [GRAD_NAN.format(it=5426)] + megatron([2.4, 2.38, 2.41], [0.2] * 3)
+    assert trend_events([scan_of(lines)]) == []

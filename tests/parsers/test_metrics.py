@@ -46,9 +46,17 @@ def ref(text: str, line: int = 1) -> LineRef:
     return LineRef(file="train.log", line=line, text=text)
 
 
+# facebookresearch/fairseq#2338 (fairseq's train_inner progress)
+FAIRSEQ = (
+    "2020-07-17 07:11:02 | INFO | train_inner | epoch 001:   2800 / 160368 loss=9.255, ppl=611.12, wps=57.3,"
+    " ups=0.04, wpb=1613, bsz=80, num_updates=2800, lr=2.8e-05, gnorm=3.23, train_wall=13, wall=1236"
+)
+
+
 @pytest.mark.parametrize(
     ("text", "iteration", "loss", "grad_norm", "scale", "skipped"),
     [
+        (FAIRSEQ, 2800, 9.255, 3.23, None, False),
         (MEGATRON, 182, 2.38264, 0.227, 1.0, False),
         (DS_OVERFLOW, None, None, None, 4.0, True),
         (FAIRSEQ_OVERFLOW, None, None, None, 0.00048828125, True),
