@@ -194,7 +194,8 @@ _CONFIG_WORDS = re.compile(
     r"|\b[tpdce]p_?size|accum|experts?"
 )
 _TENSOR_SHAPE = re.compile(r"\.shape\b|\.size\(|\.dim\(|\.ndim\b")
-_CONFIG_PACKAGES = frozenset({"pydantic", "pydantic_core", "omegaconf", "hydra", "jsonschema", "marshmallow"})
+# Config libraries, and PyYAML: a YAML document a training job parses is its configuration.
+_CONFIG_PACKAGES = frozenset({"pydantic", "pydantic_core", "omegaconf", "hydra", "jsonschema", "marshmallow", "yaml"})
 _CONFIG_FILE = re.compile(r"(?i)conf|arg|option|param|setting")
 _ARG_PARSERS = ("argparse.py", "hf_argparser.py")  # the standard library's, transformers' and trl's copy
 

@@ -416,6 +416,15 @@ omegaconf.errors.ConfigAttributeError: Key 'io' is not in struct
         "traceback.config_validator",
     ),
     (
+        "swar/Swar-Chia-Plot-Manager#250",  # "There must be ONE space" after the colon in config.yaml
+        r"""
+yaml.scanner.ScannerError: mapping values are not allowed here
+  in "C:\Users\Pat\Desktop\Swar-Chia-Plot-Manager-main\config.yaml", line 9, column 8
+""",
+        CONFIG,
+        "traceback.config_validator",
+    ),
+    (
         "tiiuae/onebitllms#10",
         """
 Traceback (most recent call last):
