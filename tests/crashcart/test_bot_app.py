@@ -417,7 +417,9 @@ def test_an_upload_that_decompresses_past_the_cap_is_read_to_the_cap(make_bot, b
 
     # 23 MB of torchrun's start-up warning (knowledge/healthy/torchrun.log), in a few KB; no progress line, which
     # after the OOM would say the rank trained on past it
-    filler = "W0501 10:00:00.000000 139 torch/distributed/run.py:779] *****************************************\n" * 250_000
+    filler = (
+        "W0501 10:00:00.000000 139 torch/distributed/run.py:779] *****************************************\n" * 250_000
+    )
     bot = make_bot(max_decompressed_bytes=50_000)
     bot.api.add_file("F1", "rank3.log.zst", zstandard.ZstdCompressor(level=19).compress((OOM + filler).encode()))
     bot.mention("", files=[{"id": "F1"}])
