@@ -1,0 +1,52 @@
+"""GPU hardware families of knowledge/signatures/gpu.yaml read in a whole log: what each decides beside the lines
+the same failure prints around it (the launcher's teardown, the driver's own chatter).
+
+Every line is one a real program printed, with the thread it was seen in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import Action, FailureClass
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def test_rocms_gpu_hang_report_outranks_the_abort_torchrun_reports(tmp_path: Path) -> None:
+    # ROCm/legacy-rocm-build#5259: PyTorch on gfx942 hangs after hours; the runtime aborts, torchrun tears down
+    report = _triage(
+        tmp_path,
+        "Loss/train_mean_inlier_rep_error: 4.7540 (4.7279) | Grad/pos_proj: 1.0838 (1.5358) | Grad/point_encoder: "
+        "0.0000 (0.0000)",
+        "HW Exception by GPU node-4 (Agent handle: 0x1ebc04e0) reason :GPU Hang",
+        "HW Exception by GPU node-4 (Agent handle: 0x2df30600) reason :GPU Hang",
+        "W0902 15:10:48.626000 819010 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 819027 "
+        "closing signal SIGTERM",
+        "E0902 15:10:49.013000 819010 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -6) "
+        "local_rank: 0 (pid: 819025) of binary: <masked_by_issue_reporter>/bin/python",
+    )
+    assert report.diagnosis.failure_class is FailureClass.GPU_HARDWARE
+    assert report.diagnosis.action is Action.RETRY
+    assert report.diagnosis.evidence[0].rule_id == "gpu.amd_hsa_gpu_hang"
+
+
+# ublue-os/bazzite#4449: the driver's kernel log around a GSP that stopped answering
+BOOTUP_EVENT = (
+    "     Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspProcessRpcEvent: Attempted to process RPC event from GPU0: 0x101a "
+    "(PFM_REQ_HNDLR_STATE_SYNC_CALLBACK) during bootup without API lock"
+)
+HEARTBEAT = "     Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out"
+
+
+def test_a_gsp_whose_heartbeat_timed_out_is_hardware_without_an_xid(tmp_path: Path) -> None:
+    report = _triage(tmp_path, BOOTUP_EVENT, HEARTBEAT)
+    assert report.diagnosis.failure_class is FailureClass.GPU_HARDWARE
+    assert report.diagnosis.evidence[0].rule_id == "gpu.gsp_heartbeat_timeout"
+    # the event the driver drops during bootup is no hang by itself
+    assert _triage(tmp_path, BOOTUP_EVENT).diagnosis.failure_class is not FailureClass.GPU_HARDWARE
