@@ -1,0 +1,83 @@
+"""Storage families of knowledge/signatures/storage.yaml, through the whole triage.
+
+Each case is raw lines real programs print (the thread in the comment) with the class they must come out as,
+beside what competes with them there: the traceback a torch.load or h5py error ends, a SCSI driver's lines, a
+read-only error of the process that follows the kernel's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+STORAGE = FailureClass.STORAGE
+
+CASES = [
+    (  # MichaIng/DietPi#4499: the block layer fails writes to a disk that then drops off the bus
+        "block_layer_write_errors",
+        [
+            "[  407.147725] blk_update_request: I/O error, dev sda, sector 6192120 op 0x1:(WRITE) flags 0x100000"
+            " phys_seg 3 prio class 0",
+            "[  407.147766] sd 1:0:0:0: [sda] tag#14 UNKNOWN(0x2003) Result: hostbyte=0x00 driverbyte=0x06 cmd_age=30s",
+            "[  407.147783] blk_update_request: I/O error, dev sda, sector 705106264 op 0x1:(WRITE) flags 0x100000"
+            " phys_seg 1 prio class 0",
+            "[  407.148452] usb 2-2: USB disconnect, device number 3",
+        ],
+        STORAGE,
+    ),
+    (  # Seagate/cortx-hare#852: ext4 aborts its journal and goes read-only; the next mkdir fails
+        "ext4_remounted_read_only",
+        [
+            "[15163.781798] EXT4-fs (dm-25): previous I/O error to superblock detected",
+            "[15163.781999] EXT4-fs error (device dm-25): ext4_journal_check_start:56: Detected aborted journal",
+            "[15163.782042] EXT4-fs (dm-25): Remounting filesystem read-only",
+            "mkdir: cannot create directory '/var/mero/hax': Read-only file system",
+        ],
+        STORAGE,
+    ),
+    (  # YuvalNirkin/fsgan#18: torch.load of a legacy-format checkpoint that ends early, a bare RuntimeError
+        "legacy_checkpoint_unexpected_eof",
+        [
+            "Traceback (most recent call last):",
+            '  File "/home/hsl/Project/Face-swap/fsgan/fsgan/utils/utils.py", line 166, in load_model',
+            "    checkpoint = torch.load(model_path, map_location=lambda storage, loc: storage)",
+            '  File "/home/hsl/anaconda3/lib/python3.6/site-packages/torch/serialization.py", line 368, in load',
+            "    return _load(f, map_location, pickle_module)",
+            '  File "/home/hsl/anaconda3/lib/python3.6/site-packages/torch/serialization.py", line 549, in _load',
+            "    deserialized_objects[key]._set_from_file(f, offset, f_should_read_directly)",
+            "RuntimeError: unexpected EOF, expected 1880922 more bytes. The file might be corrupted.",
+        ],
+        STORAGE,
+    ),
+    (  # lyogavin/airllm#137: a partly downloaded safetensors shard
+        "safetensors_header_incomplete",
+        ["safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer"],
+        STORAGE,
+    ),
+    (  # h5py/h5py#1082: HDF5 locks the file it creates on an NFS mount without a lock manager
+        "hdf5_lock_on_nfs",
+        [
+            '  File "h5py/h5f.pyx", line 98, in h5py.h5f.create',
+            "OSError: Unable to create file (unable to lock file, errno = 37, error message = 'No locks available')",
+        ],
+        STORAGE,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_family_decides_the_class(tmp_path: Path, name: str, lines: list[str], expected: FailureClass) -> None:
+    log = tmp_path / f"{name}.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert triage(log, workers=1).diagnosis.failure_class is expected
+
+
+def test_a_flash_partitions_boot_error_is_no_disk_failure(tmp_path: Path) -> None:
+    """coolsnowwolf/lede#119: routers and VMs log it for a device no job writes to."""
+    log = tmp_path / "router_boot.log"
+    log.write_text("blk_update_request: I/O error, dev mtdblock1, sector 0\n")
+    assert triage(log, workers=1).diagnosis.failure_class is not STORAGE
