@@ -1,0 +1,83 @@
+"""Loss-divergence families of knowledge/signatures/numerics.yaml, through the whole triage.
+
+Each case is raw lines real programs print (the thread or source file in the comment) with the class they must
+come out as, beside what competes with them there: the finite losses before the NaN, the traceback a NaN check
+raises in user code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+DIVERGED = FailureClass.LOSS_DIVERGENCE
+
+CASES = [
+    (  # tensorflow/models#8549: TensorFlow's NanTensorHook after finite steps, then its exception
+        "tf_nan_tensor_hook",
+        [
+            "I0521 14:43:59.269938 140033274427136 basic_session_run_hooks.py:260] loss = 1.3336712, step = 400"
+            " (85.220 sec)",
+            "E0521 14:44:30.800493 140033274427136 basic_session_run_hooks.py:760] Model diverged with loss = NaN.",
+            "",
+            "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.",
+        ],
+        DIVERGED,
+    ),
+    (  # bricewalker/Hey-Jetson#7: Keras' TerminateOnNaN, printed after the progress bar of the failing epoch
+        "keras_terminate_on_nan",
+        [
+            "3455/3455 [==============================] - 21350s 6s/step - loss: 356.8575 - val_loss: 237.5635",
+            "Epoch 2/30",
+            "1883/3455 [===============>..............] - ETA: 2:39:53 - loss: nan     Batch 1882: Invalid loss,"
+            " terminating training",
+        ],
+        DIVERGED,
+    ),
+    (  # tensorflow/models#5516: the Object Detection API's check_numerics on the total loss
+        "tf_check_numerics",
+        [
+            "INFO:tensorflow:global step 1: loss = 12.6485 (3.511 sec/step)",
+            "INFO:tensorflow:Error reported to Coordinator: <class"
+            " 'tensorflow.python.framework.errors_impl.InvalidArgumentError'>, LossTensor is inf or nan. : Tensor had"
+            " NaN values",
+            '\t [[Node: CheckNumerics = CheckNumerics[T=DT_FLOAT, message="LossTensor is inf or nan.",'
+            ' _device="/job:localhost/replica:0/task:0/device:CPU:0"](total_loss)]]',
+        ],
+        DIVERGED,
+    ),
+    (  # jax-ml/jax#25701: jax_debug_nans re-runs the jitted function and raises in the user's own frame
+        "jax_debug_nans",
+        [
+            "Invalid nan value encountered in the output of a jax.jit function. Calling the de-optimized version.",
+            "Traceback (most recent call last):",
+            '  File "/usr/local/google/home/mattjj/packages/jax/25701.py", line 6, in <module>',
+            "    jnp.log(-10)",
+            '  File "/usr/local/google/home/mattjj/packages/jax/jax/_src/lax/lax.py", line 342, in log',
+            "    return log_p.bind(x)",
+            "           ^^^^^^^^^^^^^",
+            "FloatingPointError: invalid value (nan) encountered in log",
+        ],
+        DIVERGED,
+    ),
+    (  # pytorch/pytorch:torch/nn/utils/clip_grad.py: clip_grad_norm_ with error_if_nonfinite
+        "clip_grad_norm_non_finite",
+        [
+            "RuntimeError: The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be"
+            " clipped. To disable this error and scale the gradients by the non-finite norm anyway, set"
+            " `error_if_nonfinite=False`",
+        ],
+        DIVERGED,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_family_decides_the_class(tmp_path: Path, name: str, lines: list[str], expected: FailureClass) -> None:
+    log = tmp_path / f"{name}.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert triage(log, workers=1).diagnosis.failure_class is expected
