@@ -23,6 +23,9 @@ MAX_TRACEBACKS = 100  # per file; beyond it, a job printing one traceback per ra
 MAX_PER_TYPE_RANK = 3  # tracebacks of one exception type kept per rank
 MAX_STACKS = 512  # thread stacks per file (a py-spy dump of 8 ranks x 40 threads fits)
 MAX_LINE = 8192  # a window line is parsed up to here
+FIRST_WINDOW_LINES = 32  # lines read after a header before the whole window (MAX_WINDOW_LINES) is needed
+PARSE_BUDGET = 256  # headers read in full per file; past it, only each block's last few...
+LATE_HEADERS_PER_BLOCK = 16  # ... so a file's cost stays bounded and its latest tracebacks are still read
 
 PROGRESS_TAIL = 256 << 10  # progress lines are looked for in each block's last bytes: the tail is what counts
 _DATABASES: dict[str, hyperscan.Database] = {}
@@ -66,6 +69,7 @@ class StructureReader:
         self._carried_start = 0  # line number of _carried[0]
         self._headers: list[int] = []  # line numbers of headers not yet parsed, ascending
         self._done_until = 0  # last line consumed by a parsed structure
+        self.parsed = 0  # headers read so far (bounded by PARSE_BUDGET)
         self._kinds: Counter[tuple[int | None, str]] = Counter()
         self._cited: set[int] = set()  # exception lines already in a record
         self.tracebacks: list[Traceback] = []
@@ -104,6 +108,9 @@ class StructureReader:
         lines = block.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
+        room = max(0, PARSE_BUDGET - self.parsed - len(self._headers))
+        if len(offsets) > room + LATE_HEADERS_PER_BLOCK:  # a crash loop's thousands of tracebacks: the first and
+            offsets = offsets[:room] + offsets[-LATE_HEADERS_PER_BLOCK:]  # each block's latest are enough
         no, pos = base, 0
         for offset in offsets:
             no += block.count(b"\n", pos, offset)
@@ -125,9 +132,8 @@ class StructureReader:
             if at + MAX_WINDOW_LINES > len(lines) and not final:
                 break
             self._headers.pop(0)
-            window = [_text(line) for line in lines[at : at + MAX_WINDOW_LINES]]
-            window[0] = _text(lines[at][-MAX_LINE:])  # a header ends its line, after a progress bar's megabytes
-            record, used = read_structure(window, first, self._make_ref)
+            record, used = self._read(lines, at, first)
+            self.parsed += 1
             if record is not None:
                 self._done_until = first + max(used, 1) - 1
                 self._keep(record)
@@ -136,6 +142,20 @@ class StructureReader:
             self._carried = lines[self._carried_start - base - 1 :]
         else:
             self._carried, self._carried_start = [], 0
+
+    def _read(self, lines: list[bytes], at: int, first: int) -> tuple[Traceback | StackDump | None, int]:
+        """The structure at lines[at], read from a short window first: most tracebacks are a few dozen lines, and
+        the parser reads all of its window, so a job printing thousands of them paid for 400 lines each. The
+        whole window is read only when the short one ran out (the record used all of it, or found no exception
+        line: another rank's lines between, or a long chain)."""
+        for size in (FIRST_WINDOW_LINES, MAX_WINDOW_LINES):
+            window = [_text(line) for line in lines[at : at + size]]
+            window[0] = _text(lines[at][-MAX_LINE:])  # a header ends its line, after a progress bar's megabytes
+            record, used = read_structure(window, first, self._make_ref)
+            ran_out = used >= len(window) or (isinstance(record, Traceback) and not record.chain)
+            if not ran_out or len(window) < size:  # complete, or the file ends inside this window anyway
+                break
+        return record, used
 
     def _keep(self, record: Traceback | StackDump) -> None:
         if isinstance(record, StackDump):

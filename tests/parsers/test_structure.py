@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from crashcart.knowledge.records import LineRef
-from crashcart.parsers.structure import StructureReader, Structures, merge_structures
+from crashcart.parsers.structure import (
+    LATE_HEADERS_PER_BLOCK,
+    MAX_TRACEBACKS,
+    PARSE_BUDGET,
+    StructureReader,
+    Structures,
+    merge_structures,
+)
 
 # TongkunGuan/CCD#13: a torchrun job whose dataset path does not exist
 TRACEBACK = [
@@ -76,3 +83,30 @@ def test_a_header_at_the_end_of_a_huge_progress_bar_line_is_found() -> None:
     bar = " 14%|█▍        | 378/2724 [13:58:09<86:18:35, 132.44s/it]\r" * 400  # tqdm redraws (Chinese-LLaMA-Alpaca#534)
     [tb] = read([[bar + TRACEBACK[1], *TRACEBACK[2:]]]).tracebacks
     assert tb.chain[-1].exc_type == "FileNotFoundError"
+
+
+# maszhongming/MatchSum#11: a batch size the devices do not divide
+BARE_ASSERT = [
+    "Traceback (most recent call last):",
+    '  File "train_matching.py", line 150, in <module>',
+    "    train_model(args)",
+    '  File "train_matching.py", line 70, in train_model',
+    "    assert args.batch_size % len(devices) == 0",
+    "AssertionError",
+]
+
+
+def test_a_crash_loop_of_thousands_of_tracebacks_still_reads_the_last_one() -> None:
+    many = TRACEBACK[1:] * 1000 + BARE_ASSERT  # the same job failing again and again, then failing otherwise
+    found = read([many[:4000], many[4000:]])
+    assert found.tracebacks[-1].chain[-1].exc_type == "AssertionError"
+    assert found.tracebacks[-1].chain[-1].ref.line == len(many)
+    assert len(found.tracebacks) <= MAX_TRACEBACKS
+
+
+def test_the_reader_parses_at_most_its_budget_and_each_blocks_last_headers() -> None:
+    reader = StructureReader(make_ref)
+    many = TRACEBACK[1:] * 1000
+    reader.feed("".join(line + "\n" for line in many).encode(), 0, len(many))
+    reader.finish()
+    assert reader.parsed <= PARSE_BUDGET + LATE_HEADERS_PER_BLOCK
