@@ -43,7 +43,7 @@ def test_rocms_hardware_exception_callback_is_a_cuda_fault(tmp_path: Path) -> No
         "exception. code: 0x1016",
     )
     assert report.diagnosis.failure_class is FailureClass.CUDA_ERROR
-    assert report.diagnosis.evidence[0].rule_id == "cuda.hsa_hardware_exception"
+    assert report.diagnosis.evidence[0].rule_id == "cuda.unspecified_launch_failure"
 
 
 def test_tensorflows_gpu_sync_failure_alone_is_a_cuda_fault(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_rocms_gpu_hang_report_outranks_the_abort_torchrun_reports(tmp_path: Pat
     )
     assert report.diagnosis.failure_class is FailureClass.GPU_HARDWARE
     assert report.diagnosis.action is Action.RETRY
-    assert report.diagnosis.evidence[0].rule_id == "gpu.amd_hsa_gpu_hang"
+    assert report.diagnosis.evidence[0].rule_id == "gpu.amd_ring_timeout"
 
 
 # ublue-os/bazzite#4449: the driver's kernel log around a GSP that stopped answering
