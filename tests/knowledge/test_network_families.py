@@ -1,0 +1,98 @@
+"""Fabric families of knowledge/signatures/network.yaml in the wordings of other versions and transports (NCCL
+before it named the peer, UCX, Open MPI's openib BTL, libmlx5, gRPC, the c10d store), read in a whole log.
+
+Every line is one a real program printed, with the thread it was seen in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass, Role
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def test_nccl_2_8s_completion_error_without_a_peer_is_the_ib_retry_family(tmp_path: Path) -> None:
+    # NVIDIA/nccl#426 (NCCL 2.8.3): the WARN before NCCL named the peer
+    report = _triage(tmp_path, "NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129")
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ib.retry_exceeded"
+
+
+def test_a_ucx_endpoint_timeout_is_the_fabric(tmp_path: Path) -> None:
+    # rapidsai/ucx-py#131: Dask over UCX on a DGX, the endpoint times out and the transport retries run out
+    report = _triage(
+        tmp_path,
+        "[1564069506.097666] [dgx15:34226:0]     ucp_worker.c:505  UCX  ERROR error 'Endpoint timeout' will not be "
+        "handled for ep 0x7fb7fd48f120 - rc_mlx5/mlx5_3:1",
+        "[dgx15:34226:0:34226] ib_mlx5_log.c:139  RC QP 0x92c5 wqe[101]: SEND --e [va 0x7fb6cb1b1440 len 36 lkey "
+        "0x41d73]",
+        "==== backtrace ====",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ucx_endpoint_timeout"
+    # openucx/ucx#9736: UCX's debug log of a retransmission that got through is no failure
+    resent = (
+        "[1710151844.504437] [m051:6032 :0]           ud_ep.c:1433 UCX  DEBUG ep(0x5617c4514aa0): resending completed"
+    )
+    assert _triage(tmp_path, resent).diagnosis.failure_class is not FailureClass.NETWORK
+
+
+def test_open_mpis_openib_retry_exhaustion_is_the_ib_retry_family(tmp_path: Path) -> None:
+    # Open MPI users list: handle_wc's line and the help text mpirun prints under it
+    report = _triage(
+        tmp_path,
+        "[[1176,1],0][btl_openib_component.c:2905:handle_wc] from tango092.vpac.org to: tango090 error polling LP CQ "
+        "with status RETRY EXCEEDED ERROR status number 12 for wr_id 38996224 opcode 0 qp_idx 0",
+        "--------------------------------------------------------------------------",
+        "The InfiniBand retry count between two MPI processes has been",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ib.transport_retry_text"
+
+
+def test_libmlx5s_cqe_dump_is_a_fabric_completion_error(tmp_path: Path) -> None:
+    # ofiwg/libfabric#4283: an MPI benchmark over verbs;ofi_rxm, libmlx5 dumps the failed CQE
+    report = _triage(
+        tmp_path,
+        "524288               2695.39           2672.63           2712.05         100",
+        "mlx5: cn10: got completion with error:",
+        "00000000 00000000 00000000 00000000",
+        "00000000 00008813 10012abe 0dd0c1d3",
+        "libfabric:ofi_rxm:cq:rxm_cq_read_write_error():819<warn> fi_cq_readerr: err: 5, prov_err: remote access "
+        "error (10)",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ib.completion_error"
+
+
+def test_a_tpu_worker_gone_from_grpc_is_a_network_symptom(tmp_path: Path) -> None:
+    # tensorflow/tensorflow#46007: the coordinator's RPCs to a TPU v3-8 fail, retried
+    report = _triage(
+        tmp_path,
+        "2020-12-28 01:56:05.252251: W    1465 tensorflow/core/distributed_runtime/rpc/grpc_remote_master.cc:160] RPC "
+        'failed with status = "Unavailable: Socket closed" and grpc_error_string = "{"created":"@1609120565.252143973"'
+        ',"description":"Error received from peer ipv4:10.180.83.2:8470","file":"external/com_github_grpc_grpc/src/'
+        'core/lib/surface/call.cc","file_line":1056,"grpc_message":"Socket closed","grpc_status":14}", maybe retrying'
+        " the RPC",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].role is Role.SYMPTOM
+
+
+def test_a_store_whose_host_closed_the_socket_is_a_network_symptom(tmp_path: Path) -> None:
+    # pytorch/pytorch#153586: a rank waiting on a key when the TCPStore's host shut down
+    report = _triage(
+        tmp_path,
+        "[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
+        "addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was likely "
+        "closed. Did the remote server shutdown or crash?",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.dist_network_error"
