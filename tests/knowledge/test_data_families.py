@@ -1,0 +1,108 @@
+"""Data families of knowledge/signatures/data.yaml, through the whole triage.
+
+Each case is raw lines real programs print (the thread in the comment) with the class they must come out as,
+beside what competes with them there: the reader's traceback frames, the raising source line, TensorFlow's
+multi-error framing, a decoder's warning that is no failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+DATA = FailureClass.DATA_ERROR
+
+CASES = [
+    (  # ispamm/MHyEEG#2: a TSV row with more fields than the header, under the preprocessing script's frames
+        "csv_row_with_extra_fields",
+        [
+            "Traceback (most recent call last):",
+            '  File "D:\\Codes\\MHyEEG-main\\data\\preprocessing.py", line 252, in <module>',
+            "    preprocess(sessions_dir, args.save_path, args.verbose)",
+            '  File "D:\\Codes\\MHyEEG-main\\data\\preprocessing.py", line 125, in preprocess',
+            "    gaze_df = pd.read_csv(gaze_file, sep='\\t', skiprows=23)",
+            '  File "D:\\anaconda3\\envs\\pytorch_thesis\\lib\\site-packages\\pandas\\io\\parsers\\readers.py",'
+            " line 948, in read_csv",
+            "    return _read(filepath_or_buffer, kwds)",
+            "pandas.errors.ParserError: Error tokenizing data. C error: Expected 44 fields in line 3169, saw 56",
+        ],
+        DATA,
+    ),
+    (  # sjteresi/TE_Density#149: an HDF5 file left half-written, in HDF5 1.12+'s wording
+        "hdf5_truncated_synchronously",
+        [
+            '  File "h5py/h5f.pyx", line 102, in h5py.h5f.open',
+            "OSError: Unable to synchronously open file (truncated file: eof = 96, sblock->base_addr = 0, stored_eof ="
+            " 2048)",
+        ],
+        DATA,
+    ),
+    (  # epic-kitchens/epic-kitchens-download-scripts#23: ffmpeg on a video that was not fully downloaded
+        "mp4_without_moov_atom",
+        [
+            "[mov,mp4,m4a,3gp,3g2,mj2 @ 0x560f45cf95c0] moov atom not found",
+            "P37/P37_102.MP4: Invalid data found when processing input",
+        ],
+        DATA,
+    ),
+    (  # Bartzi/stn-ocr#13: a TFRecord shard that ends mid-record
+        "tfrecord_truncated",
+        ["tensorflow.python.framework.errors_impl.DataLossError: truncated record at 285474855"],
+        DATA,
+    ),
+    (  # google-research/uda#47: the same in TF 1.15's framing of several errors at once
+        "tfrecord_truncated_multi_error",
+        [
+            "ERROR:tensorflow:Error recorded from training_loop: 2 root error(s) found.",
+            "  (0) Data loss: truncated record at 49210074",
+            "         [[node IteratorGetNext (defined at main.py:544) ]]",
+            "         [[IteratorGetNext/_1677]]",
+            "  (1) Data loss: truncated record at 49210074",
+            "         [[node IteratorGetNext (defined at main.py:544) ]]",
+            "0 successful operations.",
+            "0 derived errors ignored.",
+        ],
+        DATA,
+    ),
+    (  # TobiasSunderdiek/cartoon-gan#9: torchvision's ImageFolder found a class folder with no image in it
+        "image_folder_class_without_files",
+        [
+            "[/usr/local/lib/python3.7/dist-packages/torchvision/datasets/folder.py](https://localhost:8080/#) in"
+            " make_dataset(directory, class_to_idx, extensions, is_valid_file)",
+            "--> 103         raise FileNotFoundError(msg)",
+            "FileNotFoundError: Found no valid file for the classes 1. Supported extensions are: .jpg, .jpeg, .png,"
+            " .ppm, .bmp, .pgm, .tif, .tiff, .webp",
+        ],
+        DATA,
+    ),
+    (  # huggingface/datasets#3051: the downloaded source files are not the ones the dataset recorded
+        "datasets_checksum_mismatch",
+        [
+            "datasets.utils.info_utils.NonMatchingChecksumError: Checksums didn't match for dataset source files:",
+            "['https://github.com/RevanthRameshkumar/CRD3/archive/master.zip']",
+        ],
+        DATA,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_family_decides_the_class(tmp_path: Path, name: str, lines: list[str], expected: FailureClass) -> None:
+    log = tmp_path / f"{name}.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert triage(log, workers=1).diagnosis.failure_class is expected
+
+
+def test_libjpegs_recovered_corruption_is_no_data_error(tmp_path: Path) -> None:
+    """apple/turicreate#2528: libjpeg warns, decodes the image anyway, and training goes on."""
+    log = tmp_path / "jpeg_warning.log"
+    log.write_text(
+        "| 5248             | 6m 25s       | 26.25%           |\n"
+        "Corrupt JPEG data: 258 extraneous bytes before marker 0xd9\n"
+        "| 5312             | 6m 30s       | 26.5%            |\n"
+    )
+    assert triage(log, workers=1).diagnosis.failure_class is not DATA
