@@ -1,0 +1,71 @@
+"""Collective-timeout families of knowledge/signatures/collectives.yaml in the wordings of other versions and
+runtimes (torch 2.6's watchdog, gloo's closed pairs, store waits, JAX's and torch_xla's barriers), read in a
+whole log beside the traceback that raises them.
+
+Every line is one a real program printed, with the thread it was seen in or the source that prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+# ProcessGroupNCCL.cpp's watchdogHandler in torch 2.6, as a verl run (Ray workers) printed it
+WORK_IDS = (
+    "(WorkerDict pid=3490362) [rank1]:[E1118 20:32:23.957372583 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID "
+    "0(default_pg) Rank 1]  failure detected by watchdog at work sequence id: 2635 PG status: last enqueued work: "
+    "2635, last completed work: 2634"
+)
+
+
+def test_torch_2_6s_watchdog_work_ids_are_a_collective_timeout_with_its_sequence_number(tmp_path: Path) -> None:
+    report = _triage(tmp_path, WORK_IDS)
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    ids = next(e for e in report.events if getattr(e, "rule_id", "") == "coll.watchdog_work_ids")
+    assert ids.seq == 2635
+
+
+def test_gloos_closed_pairs_after_a_timeout_are_a_collective_timeout(tmp_path: Path) -> None:
+    # signalException in pytorch/gloo:gloo/transport/tcp/unbound_buffer.cc, as torch's gloo groups raise it
+    report = _triage(tmp_path, "RuntimeError: Application timeout caused pair closure")
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+
+
+def test_a_store_key_no_rank_set_in_time_is_a_collective_timeout_not_the_code(tmp_path: Path) -> None:
+    # modelscope/ms-swift#4906: GRPO's weight sync to vLLM waits on a key in the c10d store
+    report = _triage(
+        tmp_path,
+        '[rank0]:   File "/home/tiger/.local/lib/python3.11/site-packages/vllm/distributed/utils.py", line 197, in '
+        "broadcast_obj",
+        "[rank0]:     recv_obj = pickle.loads(self.store.get(key))",
+        "[rank0]:                             ^^^^^^^^^^^^^^^^^^^",
+        "[rank0]: torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /broadcast_from/0/75465",
+    )
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+
+
+def test_jaxs_coordination_barrier_timing_out_is_a_collective_timeout(tmp_path: Path) -> None:
+    # ayaka14732/llama-2-jax#20: jax.distributed.initialize on one host of eight, the others never came
+    report = _triage(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "/root/llama-2-jax/train.py", line 89, in main',
+        '    jax.distributed.initialize(coordinator_address="localhost", num_processes=8, process_id=0)',
+        '  File "/root/miniconda3/envs/jax/lib/python3.11/site-packages/jax/_src/distributed.py", line 95, in '
+        "initialize",
+        "    self.client.connect()",
+        "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: PjRT_Client_Connect. "
+        "Timed out task names:",
+        "/job:jax_worker/replica:0/task:1",
+    )
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    assert any(e.rule_id == "coll.xla_barrier_timeout" for e in report.diagnosis.evidence)
