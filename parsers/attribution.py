@@ -147,6 +147,10 @@ _MSG_RANK = re.compile(r"\[(?:[^\[\]]{0,60}?\s)?Rank (\d{1,7})\]|\[rank: ?(\d{1,
 # NCCL's own prefix, `host:pid:tid [cudaDev] ` (src/debug.cc): the host is the printer, [N] its local GPU.
 _NCCL_HOST = r"([A-Za-z0-9][\w.-]{0,62}):\d+:\d+ \[\d+\] "
 _NCCL = re.compile(_NCCL_HOST)
+# NCCL's prefix where NCCL_DEBUG's format drops pid and tid: `gpu-server320 [5] misc/socket.cc:46 NCCL WARN`.
+_NCCL_NO_PID = re.compile(r"([A-Za-z][\w.-]{0,62}) \[\d+\] (?:[\w/.-]+\.cc:\d+ )?NCCL ")
+# UCX's log prefix, `[host:pid:thread:tid] file.c:line  message` (src/ucs/debug/log.c).
+_UCX = re.compile(r"\[([A-Za-z][\w.-]{0,62}):\d+:\d+:\d+\] ")
 # MPICH/Intel MPI -prepend-rank puts the global rank in brackets before it: `[2] node0:13572:13572 [1] NCCL`.
 _MPI_RANK_NCCL = re.compile(r"\[(\d{1,7})\] " + _NCCL_HOST)
 # Ray's worker prefix, `(RayTrainWorker pid=162057, ip=192.168.0.70) `, maybe nested; no ip on the head node.
@@ -214,7 +218,8 @@ def _nccl_further_in(body: str) -> tuple[str | None, int | None]:
     at = body.find("NCCL ", 0, 240)
     dev = body.rfind(" [", 0, at) if at > 0 else -1
     if dev > 0:
-        m = _NCCL.match(body, body.rfind(" ", 0, dev) + 1)
+        start = body.rfind(" ", 0, dev) + 1
+        m = _NCCL.match(body, start) or _NCCL_NO_PID.match(body, start)
         if m and plausible_host(m.group(1)):
             return m.group(1), None
     return None, None
@@ -246,7 +251,7 @@ def _node_in_body(body: str, reports: bool = True) -> tuple[str | None, int | No
     elif first.isupper():
         m = _SYSLOG.match(body)
     if m is None:
-        m = _NCCL.match(body)
+        m = _NCCL.match(body) or (_UCX.match(body) if first == "[" else None)
     if m is not None:
         return (m.group(1), None) if plausible_host(m.group(1)) else (None, None)
     if (first == "[" and body[1:2].isdigit()) or body.find("NCCL ", 0, 240) > 0:

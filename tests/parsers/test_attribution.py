@@ -271,6 +271,19 @@ MORE_LINES = [
     # srun's task reports: a range is no single rank (chrisknewman/tusas#149, hafs-community/HAFS#101)
     ("srun: error: nid001277: tasks 1-3: Out Of Memory", Attribution("nid001277")),
     ("srun: error: Orion-18-69: task 289: Bus error", Attribution("Orion-18-69", 289)),
+    # NCCL's prefix without pid and tid, behind a container runtime's and NCCL's own timestamps (NVIDIA/nccl#1920)
+    (
+        "2025-11-24T03:20:21.001125857Z [2025-11-24 11:20:21] gpu-server320 [5] misc/socket.cc:46 NCCL WARN "
+        "socketProgressOpt: Call to send to 10.44.137.149<52905> failed : Connection reset by peer",
+        Attribution("gpu-server320"),
+    ),
+    ("2025-11-24T03:20:21.001128133Z gpu-server320 [5] NCCL INFO misc/socket.cc:64 -> 6", Attribution("gpu-server320")),
+    # UCX's [host:pid:thread:tid] prefix (openucx/ucx#6000)
+    (
+        "[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 "
+        "vend 0x81 hw_synd 0/0)",
+        Attribution("compute001"),
+    ),
 ]
 
 
