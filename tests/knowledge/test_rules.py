@@ -150,7 +150,9 @@ def test_every_shipped_file_loads(rules: list[Rule]) -> None:
     per_file = [load_rule_file(p) for p in files]
     assert all(per_file), "every signature file holds at least one rule"
     assert sum(len(r) for r in per_file) == len(rules)
-    assert 150 <= len(rules) <= 260
+    # A sanity range (a lost or a doubled file shows here), not a budget: the families grow as real failures show
+    # new wordings. What a rule costs is measured instead (cold start: load and compile, benchmarks/).
+    assert 150 <= len(rules) <= 400
 
 
 # No real line was found for these rules' examples (issue 10 item 7): named here so a new rule cannot ship without a
