@@ -1,0 +1,88 @@
+"""Node-failure families of knowledge/signatures/node.yaml in the wordings of other schedulers and kernels
+(Kubernetes' NodeLost pods, RCU stalls, Slurm's unkillable steps and failed task launches, JAX's coordination
+service), read in a whole log with the node each one accuses.
+
+Every line is one a real program printed, with the thread it was seen in or the source that prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def test_a_pod_whose_node_was_lost_accuses_that_node(tmp_path: Path) -> None:
+    # kubectl describe pod of a GKE pod whose node died: the NodeLost status (NodeUnreachablePodMessage,
+    # kubernetes/kubernetes:pkg/util/node/node.go)
+    report = _triage(
+        tmp_path,
+        "Status:    Terminating (expires Tue, 23 May 2017 15:06:09 +0200)",
+        "Reason:    NodeLost",
+        "Message:   Node gke-kubia-default-pool-32a2cac8-m0g1 which was running pod kubia-0 is unresponsive",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.faulty_nodes == ["gke-kubia-default-pool-32a2cac8-m0g1"]
+
+
+def test_an_rcu_stall_is_a_stuck_host(tmp_path: Path) -> None:
+    # cilium/tetragon#328: the RCU stall detector's report and the first lines of its dump
+    report = _triage(
+        tmp_path,
+        "[  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:",
+        "[  103.087558] rcu: \t1-...!: (0 ticks this GP) idle=cf8/0/0x0 softirq=20/20 fqs=0 ",
+        "[  103.087821] \t(detected by 0, t=38227 jiffies, g=-1127, q=10)",
+        "[  103.088024] Sending NMI from CPU 0 to CPUs 1:",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.soft_lockup"
+
+
+# ai4d-iasc/trixie#45: the slurmd log of a cancelled step whose processes survived SIGKILL; the node drained
+CANCEL = "[2020-12-14T09:43:55.500] [63532.0] error: *** STEP 63532.0 ON cn106 CANCELLED AT 2020-12-14T09:43:55 ***"
+UNKILLABLE = (
+    "[2020-12-14T09:44:56.002] [63532.0] error: *** STEP 63532.0 STEPD TERMINATED ON cn106 AT 2020-12-14T09:44:56 "
+    "DUE TO JOB NOT ENDING WITH SIGNALS ***"
+)
+
+
+def test_a_step_slurm_could_not_kill_accuses_its_node_unless_a_cancel_stopped_the_job(tmp_path: Path) -> None:
+    alone = _triage(tmp_path, UNKILLABLE, "[2020-12-14T09:44:58.306] [63532.0] done with job")
+    assert alone.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert alone.diagnosis.faulty_nodes == ["cn106"]
+    # after the cancel it is the teardown's: the job was stopped on purpose, whatever the node did then
+    cancelled = _triage(tmp_path, CANCEL, "[2020-12-14T09:43:55.502] [63532.extern] done with job", UNKILLABLE)
+    assert cancelled.diagnosis.failure_class is FailureClass.CANCELLED
+
+
+def test_srun_failing_to_launch_on_a_node_accuses_that_node(tmp_path: Path) -> None:
+    # aws/aws-parallelcluster#4179: a large job whose step launch times out on some nodes' slurmd
+    report = _triage(
+        tmp_path,
+        "srun: error: Task launch for StepId=20.0 failed on node compute-od-gpu-st-p4d-24xlarge-33: Socket timed out"
+        " on send/recv operation",
+        "srun: error: Application launch failed: Socket timed out on send/recv operation",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.faulty_nodes == ["compute-od-gpu-st-p4d-24xlarge-33"]
+
+
+def test_jaxs_lost_task_heartbeat_alone_is_a_node_failure(tmp_path: Path) -> None:
+    # jax-ml/jax#23599: the coordination service sets a task to ERROR after its heartbeats stop
+    report = _triage(
+        tmp_path,
+        "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/coordination_service.cc"
+        ":1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination service: UNAVAILABLE: Task "
+        "/job:jax_worker/replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got "
+        "preempted, or crashed unexpectedly. Check the task logs for an earlier error to debug further. "
+        "[type.googleapis.com/tensorflow.CoordinationServiceError='']",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
