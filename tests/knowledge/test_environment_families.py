@@ -1,0 +1,143 @@
+"""Environment message families in the signatures, read whole through triage (knowledge/signatures/environment.yaml):
+the software stack that does not fit the machine or the code, in the words of the programs that print it.
+
+Every line is one a real program prints: a thread where it was seen, or the source file that prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+ENV = FailureClass.ENVIRONMENT
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def _cited(report) -> str:
+    return report.diagnosis.evidence[0].rule_id
+
+
+def test_a_toolkit_that_is_not_torchs_cuda_fails_the_extension_build(tmp_path: Path) -> None:
+    # deepspeedai/DeepSpeed:op_builder/builder.py, assert_no_cuda_mismatch raising CUDAMismatchException
+    deepspeed = _triage(
+        tmp_path,
+        "deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version 12.1"
+        " does not match the version torch was compiled with 11.8, unable to compile cuda/cpp extensions without a"
+        " matching cuda version.",
+    )
+    assert (deepspeed.diagnosis.failure_class, _cited(deepspeed)) == (ENV, "env.cuda_version_mismatch")
+    # NVIDIA/apex:setup.py, check_cuda_torch_binary_vs_bare_metal
+    apex = _triage(
+        tmp_path,
+        "RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the version used"
+        " to compile Pytorch binaries.  Pytorch binaries were compiled with Cuda 11.8.",
+    )
+    assert (apex.diagnosis.failure_class, _cited(apex)) == (ENV, "env.cuda_version_mismatch")
+
+
+def test_a_minor_toolkit_mismatch_deepspeed_accepts_is_no_failure(tmp_path: Path) -> None:
+    # deepspeedai/DeepSpeed:op_builder/builder.py: the same check's print when the APIs are compatible
+    report = _triage(
+        tmp_path,
+        "Installed CUDA version 12.1 does not match the version torch was compiled with 12.4 but since the APIs are"
+        " compatible, accepting this combination",
+    )
+    assert report.diagnosis.failure_class is not ENV
+
+
+def test_a_missing_toolchain_for_a_jit_extension_is_the_environment(tmp_path: Path) -> None:
+    for line in (
+        # deepspeedai/DeepSpeed:op_builder/builder.py, installed_cuda_version
+        "deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)",
+        # pytorch/pytorch:torch/utils/cpp_extension.py, verify_ninja_availability
+        "RuntimeError: Ninja is required to load C++ extensions",
+        # deepspeedai/DeepSpeed:op_builder/builder.py, its re-raise of torch's ninja check
+        "RuntimeError: Unable to JIT load the fused_adam op due to ninja not being installed.",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.cuda_toolkit_missing"), line
+
+
+def test_the_cuda_runtimes_driver_misfits_are_the_driver_libraries(tmp_path: Path) -> None:
+    # torch's cudaGetDeviceCount wording (PKU-YuanGroup/Video-LLaVA#22) around libcudart's text for error 803
+    report = _triage(
+        tmp_path,
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling"
+        " NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver /"
+        " cuda driver combination",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.nvml_mismatch")
+
+
+def test_an_optional_package_a_transformers_class_needs_is_missing(tmp_path: Path) -> None:
+    # huggingface/transformers:src/transformers/utils/import_utils.py: the ImportError's message starts on the next
+    # line, so the exception line alone would be python.import_error's project import
+    report = _triage(
+        tmp_path,
+        "ImportError: ",
+        "LlamaTokenizer requires the SentencePiece library but it was not found in your environment. Check out the"
+        " instructions on the",
+        "installation page of its repo: https://github.com/google/sentencepiece#installation and follow the ones",
+        "that match your environment. Please note that you may need to restart your runtime after installation.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.missing_accelerator_package")
+
+
+def test_a_name_numpy_removed_is_a_numpy_version_not_a_bug(tmp_path: Path) -> None:
+    # numpy/numpy:numpy/__init__.py, __former_attrs__'s message for np.float (removed in 1.24)
+    report = _triage(
+        tmp_path,
+        "AttributeError: module 'numpy' has no attribute 'float'.",
+        "`np.float` was a deprecated alias for the builtin `float`. To avoid this error in existing code, use `float`"
+        " by itself. Doing this will not modify any behavior and is safe. If you specifically wanted the numpy scalar"
+        " type, use `np.float64` here.",
+        "The aliases was originally deprecated in NumPy 1.20; for more details and guidance see the original release"
+        " note at:",
+        "    https://numpy.org/devdocs/release/1.20.0-notes.html#deprecations",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.numpy_abi")
+    # numpy/numpy:numpy/__init__.py, __expired_attributes__ (NumPy 2.0)
+    removed = _triage(
+        tmp_path, "AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` instead."
+    )
+    assert (removed.diagnosis.failure_class, _cited(removed)) == (ENV, "env.numpy_abi")
+
+
+def test_jax_refusing_its_jaxlib_is_a_version_conflict(tmp_path: Path) -> None:
+    # jax-ml/jax:jax/_src/lib/__init__.py, check_jaxlib_version at import
+    report = _triage(
+        tmp_path,
+        "RuntimeError: jaxlib version 0.4.30 is newer than and incompatible with jax version 0.4.26. Please update your"
+        " jax and/or jaxlib packages.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.version_conflict")
+
+
+def test_a_frameworks_trainer_config_lacking_an_attribute_is_drift_a_projects_own_class_a_bug(tmp_path: Path) -> None:
+    # dhcode-cpp/X-R1#72: trl's GRPOConfig of an older trl than the code
+    drift = _triage(
+        tmp_path,
+        "[rank0]: AttributeError: 'GRPOConfig' object has no attribute 'num_iterations'. Did you mean:"
+        " 'num_generations'?",
+    )
+    assert (drift.diagnosis.failure_class, _cited(drift)) == (ENV, "env.framework_api_drift")
+    # cychai1995/DDPGfD#3: the project's own RLTrainer reads self.device before it sets it
+    own = _triage(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "train.py", line 510, in <module>',
+        "    main()",
+        '  File "train.py", line 430, in main',
+        "    trainer = RLTrainer(conf_path, args.eval)",
+        '  File "train.py", line 83, in __init__',
+        "    self.agent = DDPGfDAgent(self.full_conf.agent_config, self.device)",
+        "AttributeError: 'RLTrainer' object has no attribute 'device'",
+    )
+    assert own.diagnosis.failure_class is FailureClass.CODE_BUG
