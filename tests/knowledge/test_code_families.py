@@ -1,0 +1,48 @@
+"""Code-bug message families in the signatures, read whole through triage (knowledge/signatures/python.yaml):
+the frameworks' own words for code that uses them wrongly, beyond PyTorch's.
+
+Every line is one a real program prints: a thread where it was seen, or the source file that prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        # jax-ml/jax:jax/_src/errors.py: a traced value where Python needs a concrete one
+        (
+            "jax.errors.TracerBoolConversionError: Attempted boolean conversion of traced array with shape bool[].",
+            "python.jax_tracer",
+        ),
+        (
+            "jax.errors.ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected:"
+            " traced array with shape int32[]",
+            "python.jax_tracer",
+        ),
+        # jax-ml/jax:jax/_src/lax/lax.py, broadcasting_shape_rule: JAX's shape mismatch
+        ("TypeError: add got incompatible shapes for broadcasting: (3,), (4,).", "python.tensor_shape_mismatch"),
+        # abseil/abseil-py:absl/flags/_flagvalues.py: FLAGS read before app.run parsed them
+        (
+            "absl.flags._exceptions.UnparsedFlagAccessError: Trying to access flag --config before flags were parsed.",
+            "python.distributed_misuse",
+        ),
+    ],
+)
+def test_a_frameworks_words_for_misused_code_are_a_code_bug(tmp_path: Path, line: str, rule: str) -> None:
+    report = _triage(tmp_path, line)
+    assert report.diagnosis.failure_class is FailureClass.CODE_BUG
+    assert report.diagnosis.evidence[0].rule_id == rule
