@@ -1,0 +1,92 @@
+"""Configuration message families in the signatures, read whole through triage (knowledge/signatures/config.yaml):
+settings, command lines, repos and resource requests that the programs refuse, in their own words.
+
+Every line is one a real program prints: a thread where it was seen, or the source file that prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+CONFIG = FailureClass.CONFIG_ERROR
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def _cited(report) -> str:
+    return report.diagnosis.evidence[0].rule_id
+
+
+def test_hydras_compact_composition_errors_are_the_config(tmp_path: Path) -> None:
+    # facebookresearch/hydra:hydra/_internal/utils.py prints a CompactHydraException as its bare message and the
+    # footer; the message of a group option that does not exist is defaults_list.py's
+    report = _triage(
+        tmp_path,
+        "In 'config': Could not find 'model/llama3'",
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.structured_config_error")
+
+
+def test_hydras_footer_alone_accuses_no_config(tmp_path: Path) -> None:
+    # the footer follows every error of a Hydra app, the user's own bugs too
+    report = _triage(tmp_path, "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.")
+    assert report.diagnosis.failure_class is not CONFIG
+
+
+def test_absl_refusing_the_flags_is_the_command_line(tmp_path: Path) -> None:
+    # abseil/abseil-py:absl/app.py parse_flags_with_usage, the message of absl/flags/_validators.py
+    report = _triage(
+        tmp_path,
+        "FATAL Flags parsing error: flag --workdir=None: Flag --workdir must have a value other than None.",
+        "Pass --helpshort or --helpfull to see help on flags.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.argparse_error")
+
+
+def test_trainer_settings_the_framework_refuses_are_the_config(tmp_path: Path) -> None:
+    for line in (
+        # huggingface/transformers:src/transformers/training_args.py, __post_init__
+        "ValueError: --load_best_model_at_end requires the save and eval strategy to match, except when"
+        ' --save_strategy="best", but found',
+        "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model"
+        " on CPU.",
+        # huggingface/accelerate:src/accelerate/accelerator.py, Accelerator.__init__
+        "ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported device.",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.training_arguments_refused"), line
+
+
+def test_the_hub_refusing_a_gated_or_missing_repo_is_the_config(tmp_path: Path) -> None:
+    # huggingface/huggingface_hub:src/huggingface_hub/errors.py, GatedRepoError as its docstring shows it
+    report = _triage(
+        tmp_path,
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: ViT1Bf7O_026LGSQuVqfa)",
+        "",
+        "Cannot access gated repo for url https://huggingface.co/api/models/ardent-figment/gated-model.",
+        "Access to model ardent-figment/gated-model is restricted and you are not in the authorized list.",
+        "Visit https://huggingface.co/ardent-figment/gated-model to ask for access.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.model_path")
+
+
+def test_srun_refusing_the_request_is_the_config_but_not_a_controller_timeout(tmp_path: Path) -> None:
+    # SchedMD/slurm:src/common/slurm_errno.c texts in srun's "Unable to allocate resources: %s"
+    refused = _triage(tmp_path, "srun: error: Unable to allocate resources: Invalid partition name specified")
+    assert (refused.diagnosis.failure_class, _cited(refused)) == (CONFIG, "config.slurm_request")
+    timed_out = _triage(tmp_path, "srun: error: Unable to allocate resources: Socket timed out on send/recv operation")
+    assert timed_out.diagnosis.failure_class is not CONFIG
+
+
+def test_a_deepspeed_batch_setting_derived_as_zero_is_the_config(tmp_path: Path) -> None:
+    # deepspeedai/DeepSpeed:deepspeed/runtime/config.py, _batch_assertion
+    report = _triage(tmp_path, "AssertionError: Gradient accumulation steps: 0 has to be greater than 0")
+    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.batch_size_mismatch")
