@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from crashcart.agent.traceback_findings import CONFIDENT, LIKELY, OWN_CODE, Finding
-from crashcart.agent.traceback_frames import is_stdlib, is_user, path, short_type
+from crashcart.agent.traceback_frames import basename, is_library, is_stdlib, is_user, path, raiser, short_type
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.models import Frame, RaisedException, Traceback
 
@@ -43,12 +43,21 @@ def _is_data_frame(frame: Frame) -> bool:
 
 def data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
     """Exceptions while reading a record are the data's, except tensor-storage misuse in collate/getitem."""
-    if tb.worker is None and not is_worker_reraise(exc) and not any(map(_is_data_frame, exc.frames)):
+    reading = tb.worker is not None or is_worker_reraise(exc) or any(map(_is_data_frame, exc.frames))
+    if not reading and not _raised_by_library_dataset(exc):
         return None
     in_collate = any(path(f).endswith("collate.py") for f in exc.frames)
     if _COLLATE_BUG.search(exc.message) or (in_collate and short_type(exc) == "TypeError"):
         return Finding("collate_bug", FailureClass.CODE_BUG, OWN_CODE, "tensor storage misused in collate/getitem")
     return Finding("data_loading", FailureClass.DATA_ERROR, LIKELY, "raised while reading data")
+
+
+def _raised_by_library_dataset(exc: RaisedException) -> bool:
+    """A ValueError/KeyError raised in an installed package's dataset module: the library's dataset class checks
+    the records it is given (a JSONL without the fields it needs, an empty split), so the records are wrong."""
+    raised = raiser(exc.frames)
+    named = raised is not None and is_library(raised) and "dataset" in basename(raised).lower()
+    return named and short_type(exc) in ("ValueError", "KeyError")
 
 
 def text_decoding(exc: RaisedException, tb: Traceback) -> Finding | None:

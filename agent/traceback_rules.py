@@ -5,7 +5,8 @@ traceback around it (a DataLoader worker's re-raise, a launcher's summary), and 
 the first that knows the exception decides, and a weak code_bug stands when none does.
 
 How strongly each finding counts beside the signatures is traceback_findings.py's; the rules about how the job
-was launched and distributed are traceback_launch.py's, those about reading training data traceback_data.py's.
+was launched and distributed are traceback_launch.py's, those about reading training data traceback_data.py's,
+the one about APIs that changed under the code (TypeError, AttributeError) traceback_api.py's.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from crashcart.agent.traceback_api import api_drift
 from crashcart.agent.traceback_data import data_loading, text_decoding
 from crashcart.agent.traceback_findings import BARE, CONFIDENT, LIKELY, OWN_CODE, SUMMARY, WEAK, Finding
 from crashcart.agent.traceback_frames import (
-    DISPATCH,
     basename,
-    defines_class,
     is_library,
     is_user,
     path,
@@ -28,7 +28,7 @@ from crashcart.agent.traceback_frames import (
 )
 from crashcart.agent.traceback_launch import launch_settings, launcher_summary, remote_failure
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.parsers.models import Frame, RaisedException, Traceback
+from crashcart.parsers.models import RaisedException, Traceback
 
 
 def judge_exception(exc: RaisedException, tb: Traceback) -> Finding:
@@ -212,7 +212,17 @@ def _config(exc: RaisedException, tb: Traceback) -> Finding | None:
     checks = [f for f in exc.frames if f.function == "__post_init__" and _CONFIG_FILE.search(basename(f))]
     if checks and short_type(exc) in ("ValueError", "AssertionError"):
         return Finding("config_validator", cfg, LIKELY, "the configuration was rejected")
+    if short_type(exc) == "ValueError" and _PARALLEL_WORDS.search(exc.message):
+        return Finding("config_assertion", cfg, LIKELY, "the parallel layout does not fit the world size")
     return None
+
+
+# Parallel degrees and the world size, as frameworks word them when they refuse a layout ("The number of process
+# requires to run all replicas (8) must be equal to the world size (4)", huggingface/nanotron#250).
+_PARALLEL_WORDS = re.compile(
+    r"(?i)\bworld[ _]size\b|\b(?:tensor|pipeline|data|context|expert|sequence)[ _-]?(?:model[ _-]?)?parallel"
+    r"(?:ism)?[ _](?:size|degree)|\b[tpdce]p[ _]size\b"
+)
 
 
 def _is_validator(exc: RaisedException) -> bool:
@@ -223,82 +233,6 @@ def _is_validator(exc: RaisedException) -> bool:
     raised = raiser(exc.frames)
     parsing = bool(exc.frames) and path(exc.frames[-1]).endswith(_ARG_PARSERS)
     return parsing or (raised is not None and raised.package in _CONFIG_PACKAGES)
-
-
-_SIGNATURE_MISMATCH = re.compile(
-    r"(\w[\w.]*)\(\) (?:got an unexpected keyword argument|missing \d+ required (?:positional|keyword-only)"
-    r"|takes (?:from )?\d+|got multiple values for argument)"
-)
-_MODULE_ATTR = re.compile(r"module '([\w.]+)' has no attribute")
-_OBJECT_ATTR = re.compile(
-    r"'super' object has no attribute|(?:type object '|')(?P<owner>[\w.]+)'(?: object)? has no attr"
-)
-_BUILTIN_TYPES = frozenset(
-    {"NoneType", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "bytes", "function", "method"}
-)
-_LIBRARY_CALL = re.compile(
-    r"\b(?:torch|nn|F|np|numpy|transformers|deepspeed|accelerate|datasets|peft|trl|tf|jax|megatron|apex|timm"
-    r"|torchvision|pl|lightning)\.\w"
-)
-
-
-def _api(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """TypeError/AttributeError: a library's API that changed under the user's code, or the user's own bug."""
-    if short_type(exc) not in ("TypeError", "AttributeError", "ModuleAttributeError"):
-        return None
-    raised = raiser(exc.frames)
-    if raised is None:
-        return None
-    mismatch = _SIGNATURE_MISMATCH.search(exc.message)
-    module = _MODULE_ATTR.search(exc.message)
-    owner = _OBJECT_ATTR.search(exc.message)
-    if is_library(raised):
-        if owner is not None and _reads_own_attribute(owner, exc, raised):
-            return Finding("library_bug", FailureClass.CODE_BUG, LIKELY, "a library reads an attribute its class lacks")
-        if mismatch or module or owner:
-            return Finding("api_mismatch", FailureClass.ENVIRONMENT, LIKELY, "API/version mismatch")
-        return None
-    library = (mismatch is not None and _callee_is_library(mismatch, exc, raised)) or (
-        module is not None and module.group(1).split(".")[0] not in user_modules(exc.frames)
-    )
-    if library or (owner is not None and _owner_is_library(owner, exc)):
-        return Finding("api_mismatch", FailureClass.ENVIRONMENT, OWN_CODE, "API/version mismatch")
-    return Finding("user_code_bug", FailureClass.CODE_BUG, OWN_CODE, "a bug in the user's code")
-
-
-def _callee_is_library(mismatch: re.Match[str], exc: RaisedException, raised: Frame) -> bool:
-    """The user's line called a library's class or function with a signature it no longer (or not yet) has."""
-    callee = mismatch.group(1).split(".")
-    name = callee[-2] if len(callee) > 1 and callee[-1] == "__init__" else callee[-1]
-    if name in {f.function for f in exc.frames if is_user(f)}:
-        return False
-    return name[:1].isupper() or bool(_LIBRARY_CALL.search(raised.source or ""))
-
-
-# Python 3.10+ names the attribute it would have found: "... has no attribute '_train_eval_loop'. Did you mean:
-# '_train_evaluate_loop'?"
-_NEAR_MISS = re.compile(r"has no attribute '(\w+)'\. Did you mean: '\w+'\?")
-
-
-def _reads_own_attribute(owner: re.Match[str], exc: RaisedException, raised: Frame) -> bool:
-    """A library's method reads self.<name> that its own class (defined in the raising file) lacks, while the
-    class has a near namesake: the package is out of step with itself (a rename half done), not with the
-    user's code or another package."""
-    name, near = owner.group("owner"), _NEAR_MISS.search(exc.message)
-    if name is None or near is None or f"self.{near.group(1)}" not in (raised.source or ""):
-        return False
-    return defines_class(raised, name.rsplit(".", 1)[-1])
-
-
-def _owner_is_library(owner: re.Match[str], exc: RaisedException) -> bool:
-    """The missing attribute was looked up on a library's object: a parent class (super) or a class the
-    library's own frames name."""
-    name = owner.group("owner")
-    if name is None:
-        return True  # 'super' object: the library's parent class lacks the method
-    if name in _BUILTIN_TYPES:
-        return False
-    return any(name in (f.source or "") for f in exc.frames if is_library(f) and f.function not in DISPATCH)
 
 
 _CUDA_BUILD = re.compile(
@@ -365,6 +299,6 @@ _RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
     text_decoding,
     data_loading,
     _config,
-    _api,
+    api_drift,
     _device,
 )

@@ -28,7 +28,7 @@ MAX_EVENTS = 50  # a job of 1,000 ranks printing one traceback each stays a smal
 # Verdicts that follow from a failure elsewhere: they name the class only when nothing better is seen.
 SYMPTOM_REASONS = frozenset(
     {"bare_runtime_error", "terminate_without_what", "launcher_summary", "dist_backend", "sigterm", "no_exception_line"}
-    | {"remote_failure", "remote_node_lost"}
+    | {"remote_failure", "remote_node_lost", "library_exception"}
 )
 _NO_EXCEPTION_LINE = Finding("no_exception_line", FailureClass.CODE_BUG, SUMMARY, "a traceback")
 

@@ -12,6 +12,21 @@ from crashcart.knowledge.taxonomy import FailureClass
 # (source thread, traceback as printed, expected class, expected rule)
 CASES = [
     (
+        "stochasticai/xTuring#261",  # the JSONL lacked the fields xTuring's InstructionDataset reads
+        """
+Traceback (most recent call last):
+  File "/content/main.py", line 8, in <module>
+    dataset = InstructionDataset('./dataset/tasks.jsonl')
+  File "/usr/local/lib/python3.10/dist-packages/xturing/datasets/instruction_dataset.py", line 64, in __init__
+    self.data = {"train": HFDataset.from_dict(self.from_jsonl(path))}
+  File "/usr/local/lib/python3.10/dist-packages/xturing/datasets/instruction_dataset.py", line 93, in from_jsonl
+    raise ValueError(
+ValueError: The jsonl file should have keys text, instruction and target
+""",
+        FailureClass.DATA_ERROR,
+        "traceback.data_loading",
+    ),
+    (
         "ExplainableML/KG-SP#3",  # "dataset.py opened pickle files in text mode": fixed with 'rb'
         """
 Traceback (most recent call last):

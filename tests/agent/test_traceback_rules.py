@@ -353,6 +353,21 @@ RuntimeError: stack expects each tensor to be equal size, but got [24, 32, 64] a
     ),
     # -- configuration ---------------------------------------------------------------------------------------
     (
+        "huggingface/nanotron#250",  # the YAML's dp*tp*pp (8) is not the world size the launch gave (4)
+        """
+Traceback (most recent call last):
+  File "/home/nanotron/run_train.py", line 233, in <module>
+    trainer = DistributedTrainer(config_file)
+  File "/home/nanotron/src/nanotron/trainer.py", line 147, in __init__
+    self.parallel_context = ParallelContext(
+  File "/home/nanotron/src/nanotron/parallel/context.py", line 33, in __init__
+    raise ValueError(
+ValueError: ('The number of process requires to run all replicas (8)', 'must be equal to the world size (4).')
+""",
+        CONFIG,
+        "traceback.config_assertion",
+    ),
+    (
         "maszhongming/MatchSum#11",  # "the batch_size should be a multiple of the number of GPUs"
         """
 Traceback (most recent call last):

@@ -195,3 +195,19 @@ def test_a_specific_signature_outranks_a_structural_verdict() -> None:
     specific = _signature("config.file_not_found", FailureClass.CONFIG_ERROR, 50, verdict)
     diagnosis = diagnose([verdict, specific], [_one_template_scan(verdict)])
     assert diagnosis.failure_class is FailureClass.CONFIG_ERROR
+
+
+def test_an_unexplained_exception_of_a_library_is_a_symptom_its_cause_outranks() -> None:
+    # huggingface/autotrain-advanced#365: requests' HTTPError under huggingface_hub says only that the Hub refused;
+    # why (a gated repo without access) is config.model_path's, and a collective or network failure would be theirs
+    verdict = judge(
+        traceback_from("""
+Traceback (most recent call last):
+  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
+    response.raise_for_status()
+  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
+    raise HTTPError(http_error_msg, response=self)
+requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
+""")  # noqa: E501
+    )
+    assert (verdict.rule_id, role_of(verdict)) == ("traceback.library_exception", Role.SYMPTOM)
