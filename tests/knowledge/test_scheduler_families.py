@@ -1,0 +1,76 @@
+"""Cancellation families of knowledge/signatures/scheduler.yaml in the wordings of other schedulers and clouds
+(Kubernetes' Job deadline and preemption, Kueue, AWS Batch, Cromwell on Google Batch, Lightning's Slurm requeue),
+read in a whole log beside the healthy line of the same program.
+
+Every line is one a real program printed, with the thread it was seen in or the source that prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.api import triage
+from crashcart.knowledge.taxonomy import FailureClass
+
+
+def _triage(tmp_path: Path, *lines: str):
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    return triage(path, workers=1)
+
+
+def test_a_kubernetes_job_past_its_deadline_was_stopped_but_one_past_its_backoff_limit_failed(tmp_path: Path) -> None:
+    # kubectl get events of a Job past activeDeadlineSeconds (kubernetes/kubernetes:pkg/controller/job)
+    deadline = (
+        "2m30s       Warning   DeadlineExceeded            job/sample-domain1-introspector         Job was active "
+        "longer than specified deadline"
+    )
+    assert _triage(tmp_path, deadline).diagnosis.failure_class is FailureClass.CANCELLED
+    # the same controller's BackoffLimitExceeded: its pods failed on their own
+    backoff = "Job has reached the specified backoff limit"
+    assert _triage(tmp_path, backoff).diagnosis.failure_class is not FailureClass.CANCELLED
+
+
+def test_a_pod_preempted_by_kube_scheduler_or_kueue_was_cancelled(tmp_path: Path) -> None:
+    # kubectl get events of a victim pod (preemption.go's Eventf)
+    kube = (
+        "default     68s         Normal   Preempted   pod/low-priority-pod   Preempted by pod "
+        "d9d25b95-4a7d-4214-8a30-8ce1fd616f67 on node worker-0"
+    )
+    assert _triage(tmp_path, kube).diagnosis.failure_class is FailureClass.CANCELLED
+    # kubernetes-sigs/kueue#7350: the low-priority Workload's conditions, admitted then evicted
+    kueue = _triage(
+        tmp_path,
+        "   message: Quota reserved in ClusterQueue q1",
+        "   reason: QuotaReserved",
+        "   message: 'Preempted to accommodate a workload (UID: 9f542104-a9e2-4344-ad2e-9c136204da18,",
+        "    JobUID: a20d0a6a-64a3-46ce-9b95-8cfb3bf6e675) due to prioritization in the",
+        "    ClusterQueue'",
+        "   reason: Preempted",
+    )
+    assert kueue.diagnosis.failure_class is FailureClass.CANCELLED
+
+
+def test_a_spot_host_the_cloud_took_back_is_a_cancellation(tmp_path: Path) -> None:
+    # ministryofjustice/modernisation-platform-environments#17291: AWS Batch's status reason for a spot job
+    aws = '    "StatusReason": "Host EC2 (instance i-08784105ffff56b4f) terminated."'
+    assert _triage(tmp_path, aws).diagnosis.failure_class is FailureClass.CANCELLED
+    # broadinstitute/cromwell#7457: Cromwell's report of Google Batch's exit code 50001
+    gcp = (
+        " [2024-06-21 12:30:09,28] [info] WorkflowManagerActor: Workflow 2cdef371-703c-4c1e-92b5-0e013dcda6c8 "
+        "failed (during ExecutingWorkflowState): java.lang.Exception: Task myWorkflow.myTask:NA:1 failed: A Spot VM "
+        "for the job was preempted during run time"
+    )
+    assert _triage(tmp_path, gcp).diagnosis.failure_class is FailureClass.CANCELLED
+
+
+# Lightning-AI/pytorch-lightning:src/lightning/pytorch/trainer/connectors/signal_connector.py
+REQUEUE_ENABLED = "SLURM auto-requeueing enabled. Setting signal handlers."  # at every start under Slurm
+REQUEUE_SIGNAL = "Handling auto-requeue signal: 10"  # on SIGUSR1, before it checkpoints and requeues
+
+
+def test_lightning_requeueing_on_slurms_signal_is_a_cancellation_its_set_up_line_is_not(tmp_path: Path) -> None:
+    assert _triage(tmp_path, REQUEUE_ENABLED).diagnosis.failure_class is not FailureClass.CANCELLED
+    report = _triage(tmp_path, REQUEUE_ENABLED, REQUEUE_SIGNAL)
+    assert report.diagnosis.failure_class is FailureClass.CANCELLED
+    assert report.diagnosis.evidence[0].rule_id == "sched.requeued"
