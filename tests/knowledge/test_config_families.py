@@ -90,3 +90,13 @@ def test_a_deepspeed_batch_setting_derived_as_zero_is_the_config(tmp_path: Path)
     # deepspeedai/DeepSpeed:deepspeed/runtime/config.py, _batch_assertion
     report = _triage(tmp_path, "AssertionError: Gradient accumulation steps: 0 has to be greater than 0")
     assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.batch_size_mismatch")
+
+
+def test_a_model_whose_code_needs_trust_remote_code_is_the_loading_setting(tmp_path: Path) -> None:
+    # huggingface/transformers:src/transformers/dynamic_module_utils.py, when the prompt for custom code times out
+    report = _triage(
+        tmp_path,
+        "ValueError: Loading this model requires you to execute custom code contained in the model repository on your"
+        " local machine. Please set the option `trust_remote_code=True` to permit loading of this model.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.model_path")

@@ -141,3 +141,14 @@ def test_a_frameworks_trainer_config_lacking_an_attribute_is_drift_a_projects_ow
         "AttributeError: 'RLTrainer' object has no attribute 'device'",
     )
     assert own.diagnosis.failure_class is FailureClass.CODE_BUG
+
+
+def test_a_model_type_transformers_does_not_know_is_a_release_older_than_the_checkpoint(tmp_path: Path) -> None:
+    # huggingface/transformers:src/transformers/models/auto/configuration_auto.py, AutoConfig.from_pretrained
+    report = _triage(
+        tmp_path,
+        "ValueError: The checkpoint you are trying to load has model type `qwen2` but Transformers does not recognize"
+        " this architecture. This could be because of an issue with the checkpoint, or because your version of"
+        " Transformers is out of date.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.version_conflict")
