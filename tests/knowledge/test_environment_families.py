@@ -152,3 +152,56 @@ def test_a_model_type_transformers_does_not_know_is_a_release_older_than_the_che
         " Transformers is out of date.",
     )
     assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.version_conflict")
+
+
+def test_torchs_extension_builder_refusing_the_toolchain_is_the_environment(tmp_path: Path) -> None:
+    # pytorch/pytorch:torch/utils/cpp_extension.py: the source's format strings with values filled in
+    for line, rule in (
+        (
+            "OSError: ROCM_HOME environment variable is not set. Please set it to your ROCm install root.",
+            "env.cuda_toolkit_missing",
+        ),
+        (
+            "RuntimeError: CUDA was not found on the system, please set the CUDA_HOME or the CUDA_PATHenvironment"
+            " variable or add NVCC to your system PATH. The extension compilation will fail.",
+            "env.cuda_toolkit_missing",
+        ),
+        (
+            "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version"
+            " by CUDA 11.8. Please make sure to use an adequate version of g++ (>=6.0.0, <12.0).",
+            "env.host_compiler_version",
+        ),
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
+
+
+def test_a_launcher_asked_for_gpus_on_a_host_without_them_is_the_environment(tmp_path: Path) -> None:
+    for line in (
+        "ValueError: Cuda is not available.",  # pytorch/pytorch:torch/distributed/run.py, --nproc-per-node=gpu
+        # Lightning-AI/pytorch-lightning:src/lightning/fabric/accelerators/cuda.py, find_usable_cuda_devices
+        "ValueError: You requested to find 2 devices but there are no visible CUDA devices on this machine.",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.no_driver_or_gpu"), line
+
+
+def test_bitsandbytes_without_its_native_library_fails_on_the_first_native_call(tmp_path: Path) -> None:
+    # bitsandbytes-foundation/bitsandbytes:bitsandbytes/cextension.py: the stand-in library's RuntimeError, whose
+    # message starts on the next line (the source's format)
+    report = _triage(
+        tmp_path,
+        "RuntimeError: ",
+        "🚨 CUDA SETUP ERROR: Missing dependency: libcudart.so.12 🚨",
+        "",
+        "CUDA 12.x runtime libraries were not found in the LD_LIBRARY_PATH.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.bitsandbytes_native_library")
+
+
+def test_bitsandbytes_falling_back_to_a_shipped_binary_is_no_failure(tmp_path: Path) -> None:
+    # bitsandbytes-foundation/bitsandbytes:bitsandbytes/cextension.py: the warning when it loads a nearby CUDA build
+    report = _triage(
+        tmp_path, "No prebuilt binary for CUDA 12.9, loading CUDA 12.8 instead. Set BNB_CUDA_VERSION to override."
+    )
+    assert report.diagnosis.failure_class is not ENV
