@@ -96,3 +96,30 @@ def test_a_store_whose_host_closed_the_socket_is_a_network_symptom(tmp_path: Pat
     )
     assert report.diagnosis.failure_class is FailureClass.NETWORK
     assert report.diagnosis.evidence[0].rule_id == "net.dist_network_error"
+
+
+# NCCL 2.2x's IB async thread and resiliency, as libnccl.so 2.32.3 (the nvidia-nccl-cu12 wheel) formats them, with
+# the event and status names of libibverbs (ibv_event_type_str, ibv_wc_status_str); plausible values filled in
+NCCL_2_2X_ASYNC_FATAL = "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error"
+NCCL_2_2X_NOT_FATAL = "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB: send: The error is not fatal. Trying to continue..."
+
+
+def test_nccl_2_2xs_fatal_async_event_is_the_nic(tmp_path: Path) -> None:
+    report = _triage(tmp_path, NCCL_2_2X_ASYNC_FATAL)
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ib.device_fatal"
+
+
+def test_nccl_2_2xs_resiliency_failing_over_is_not_a_fault(tmp_path: Path) -> None:
+    report = _triage(tmp_path, NCCL_2_2X_NOT_FATAL)
+    assert not any(getattr(e, "rule_id", "").startswith("net.ib.") for e in report.events)
+
+
+def test_nccl_2_2xs_completion_with_a_status_name_keeps_the_status_family(tmp_path: Path) -> None:
+    report = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB: recv: Got completion with error (devIndex=1, wc->status=(remote "
+        "access error)10, wc->opcode=(RDMA_WRITE)0, wc->wr_id=77, wc->qp_num=4522, wc->byte_len=0)",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ib.completion_error"
