@@ -169,6 +169,27 @@ CASES = [
         ],
         HOST,
     ),
+    (  # pytorch/pytorch:aten/src/ATen/native/cudnn/MHA.cpp: torch 2.14's cuDNN attention (libtorch_cuda.so's format)
+        "cudnn_oom_outside_allocator",
+        [
+            "CUDA ran out of memory outside PyTorch's allocator. If this workload uses many dynamic shapes, cuDNN may"
+            " need additional device memory to JIT-compile shape-specialized kernels. Consider calling"
+            " torch.cuda.memory.set_per_process_memory_fraction(fraction) early in the process to leave memory"
+            " available for cuDNN.",
+        ],
+        GPU,
+    ),
+    (  # apache/arrow:python/pyarrow/error.pxi: what pyarrow 26.0.1 raised for pa.allocate_buffer(2**62)
+        "pyarrow_memory_error",
+        [
+            "Traceback (most recent call last):",
+            '  File "pyarrow/io.pxi", line 1680, in pyarrow.lib.allocate_buffer',
+            '  File "pyarrow/error.pxi", line 155, in pyarrow.lib.pyarrow_internal_check_status',
+            '  File "pyarrow/error.pxi", line 92, in pyarrow.lib.check_status',
+            "pyarrow.lib.ArrowMemoryError: malloc of size 4611686018427387904 failed",
+        ],
+        HOST,
+    ),
 ]
 
 
