@@ -123,3 +123,21 @@ def test_nccl_2_2xs_completion_with_a_status_name_keeps_the_status_family(tmp_pa
     )
     assert report.diagnosis.failure_class is FailureClass.NETWORK
     assert report.diagnosis.evidence[0].rule_id == "net.ib.completion_error"
+
+
+def test_nccl_2_2xs_verbs_retry_is_not_the_failed_call(tmp_path: Path) -> None:
+    # misc/ibvwrap.cc in libnccl.so 2.32.3 retries ibv_modify_qp before its final 'failed with %d %s, %s'
+    retry = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection "
+        "timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.7, "
+        "remote GID ::ffff:10.0.0.8, retrying 1/7 after 250 msec of sleep",
+    )
+    assert not any(getattr(e, "rule_id", "") == "net.ib.verbs_call_failed" for e in retry.events)
+    final = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection "
+        "timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.7, "
+        "remote GID ::ffff:10.0.0.8",
+    )
+    assert final.diagnosis.evidence[0].rule_id == "net.ib.verbs_call_failed"
