@@ -100,3 +100,55 @@ def test_a_model_whose_code_needs_trust_remote_code_is_the_loading_setting(tmp_p
         " local machine. Please set the option `trust_remote_code=True` to permit loading of this model.",
     )
     assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.model_path")
+
+
+def test_hydras_other_bare_errors_are_the_config(tmp_path: Path) -> None:
+    footer = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+    for line in (
+        # facebookresearch/hydra:hydra/_internal/instantiate/_instantiate2.py, a _target_ that does not import
+        "Error locating target 'models.unet.UNet', set env var HYDRA_FULL_ERROR=1 to see chained exception.",
+        # facebookresearch/hydra:hydra/_internal/config_loader_impl.py, a comma value without --multirun
+        "Sweep parameters 'lr=0.1,0.01' requires --multirun",
+    ):
+        report = _triage(tmp_path, line, footer)
+        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.structured_config_error"), line
+
+
+def test_torchrun_and_lightning_refusing_the_process_layout_are_the_config(tmp_path: Path) -> None:
+    for line in (
+        'RuntimeError: nnodes=1:2:4 is not in "MIN:MAX" format',  # pytorch/pytorch:torch/distributed/run.py
+        "ValueError: Unsupported nproc_per_node value: gpus",  # pytorch/pytorch:torch/distributed/run.py
+        # Lightning-AI/pytorch-lightning:src/lightning/fabric/accelerators/cuda.py, find_usable_cuda_devices
+        "ValueError: You requested to find 8 devices but this machine only has 4 GPUs.",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.process_count"), line
+
+
+def test_peft_refusing_the_adapter_settings_is_the_config(tmp_path: Path) -> None:
+    for line in (
+        # huggingface/peft:src/peft/tuners/tuners_utils.py, inject_adapter (the source's format)
+        "ValueError: Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules"
+        " and try again.",
+        # huggingface/peft:src/peft/config.py, from_pretrained on a path without the adapter's config
+        "ValueError: Can't find 'adapter_config.json' at 'output/checkpoint-500'",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.peft_adapter"), line
+
+
+def test_vllm_refusing_a_context_longer_than_the_model_is_the_config_its_allowed_warning_not(tmp_path: Path) -> None:
+    # vllm-project/vllm:vllm/config/model.py, _get_and_verify_max_len: the raised form, then the warning it logs instead
+    # when VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (the source's format)
+    msg = (
+        "User-specified max_model_len (32768) is greater than the derived max_model_len (max_position_embeddings=4096"
+        " or model_max_length=None in model's config.json)."
+    )
+    refused = _triage(
+        tmp_path,
+        f"ValueError: {msg} To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+        " VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.",
+    )
+    assert (refused.diagnosis.failure_class, _cited(refused)) == (CONFIG, "config.vllm_max_model_len")
+    allowed = _triage(tmp_path, f"{msg} VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.")
+    assert allowed.diagnosis.failure_class is not CONFIG
