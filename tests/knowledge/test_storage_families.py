@@ -66,6 +66,32 @@ CASES = [
         ],
         STORAGE,
     ),
+    (  # huggingface/safetensors:safetensors/src/tensor.rs: what safetensors 0.8.0 raised for a file cut in half
+        "safetensors_incomplete_metadata",
+        [
+            "Traceback (most recent call last):",
+            '  File "<string>", line 5, in <module>',
+            '  File "/tmp/pkgs-memdata/x/safetensors/numpy.py", line 150, in load_file',
+            '    with safe_open(filename, framework="np", backend=backend) as f:',
+            "         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            "safetensors._safetensors_rust.SafetensorError: Error while deserializing header: incomplete metadata, file"
+            " not fully covered",
+        ],
+        STORAGE,
+    ),
+    (  # boto/botocore:botocore/exceptions.py: IncompleteReadError's format, the object's body ended early
+        "botocore_incomplete_read",
+        ["botocore.exceptions.IncompleteReadError: 1048576 read, but total bytes expected is 4194304."],
+        STORAGE,
+    ),
+    (  # fsspec/gcsfs:gcsfs/retry.py: retry_request's logger.exception after the last retry, then the raise
+        "gcsfs_out_of_retries",
+        [
+            "_request out of retries on exception: Service Unavailable, 503",
+            "gcsfs.retry.HttpError: Service Unavailable, 503",
+        ],
+        STORAGE,
+    ),
 ]
 
 
@@ -80,4 +106,11 @@ def test_a_flash_partitions_boot_error_is_no_disk_failure(tmp_path: Path) -> Non
     """coolsnowwolf/lede#119: routers and VMs log it for a device no job writes to."""
     log = tmp_path / "router_boot.log"
     log.write_text("blk_update_request: I/O error, dev mtdblock1, sector 0\n")
+    assert triage(log, workers=1).diagnosis.failure_class is not STORAGE
+
+
+def test_gcsfs_retrying_is_no_storage_failure(tmp_path: Path) -> None:
+    """fsspec/gcsfs:gcsfs/retry.py logs each retry at DEBUG; the next attempt may well succeed."""
+    log = tmp_path / "gcsfs_retry.log"
+    log.write_text("_request retrying after exception: Service Unavailable, 503\n")
     assert triage(log, workers=1).diagnosis.failure_class is not STORAGE
