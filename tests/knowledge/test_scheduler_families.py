@@ -74,3 +74,18 @@ def test_lightning_requeueing_on_slurms_signal_is_a_cancellation_its_set_up_line
     report = _triage(tmp_path, REQUEUE_ENABLED, REQUEUE_SIGNAL)
     assert report.diagnosis.failure_class is FailureClass.CANCELLED
     assert report.diagnosis.evidence[0].rule_id == "sched.requeued"
+
+
+# DeepSpeed 0.19.8's launcher (deepspeedai/DeepSpeed:deepspeed/launcher/launch.py, sigkill_handler) in its logger's
+# format (deepspeed/utils/logging.py): the source's format strings with plausible values filled in
+DS_SIGINT = "[2024-05-01 12:00:00,123] [INFO] [launch.py:262:sigkill_handler] Main process received SIGINT, exiting"
+DS_SIGTERM = "[2024-05-01 12:00:00,123] [INFO] [launch.py:262:sigkill_handler] Main process received SIGTERM, exiting"
+
+
+def test_deepspeeds_launcher_interrupted_is_cancelled_and_its_sigterm_a_symptom(tmp_path: Path) -> None:
+    interrupted = _triage(tmp_path, DS_SIGINT)
+    assert interrupted.diagnosis.failure_class is FailureClass.CANCELLED
+    assert interrupted.diagnosis.evidence[0].rule_id == "launch.agent_interrupted"
+    terminated = _triage(tmp_path, DS_SIGTERM)
+    assert terminated.diagnosis.evidence[0].rule_id == "launch.agent_death_signal"
+    assert terminated.diagnosis.evidence[0].role.value == "symptom"
