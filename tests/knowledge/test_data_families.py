@@ -87,6 +87,45 @@ CASES = [
         ],
         DATA,
     ),
+    (  # apache/arrow:cpp/src/parquet/file_reader.cc: what pyarrow 26.0.1 raised for a Parquet file without its footer
+        "parquet_no_footer",
+        [
+            "Traceback (most recent call last):",
+            '  File "<string>", line 3, in <module>',
+            '  File "pyarrow/_dataset.pyx", line 1479, in pyarrow._dataset.Fragment.physical_schema.__get__',
+            '  File "pyarrow/error.pxi", line 155, in pyarrow.lib.pyarrow_internal_check_status',
+            '  File "pyarrow/error.pxi", line 92, in pyarrow.lib.check_status',
+            "pyarrow.lib.ArrowInvalid: Could not open Parquet input source '/tmp/pkgs-memdata/bad.parquet': Parquet"
+            " magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.",
+        ],
+        DATA,
+    ),
+    (  # apache/arrow:cpp/src/arrow/ipc/message.cc: pyarrow 26.0.1 reading an Arrow stream cut in a batch's body
+        "arrow_ipc_truncated_body",
+        [
+            "Traceback (most recent call last):",
+            '  File "<string>", line 3, in <module>',
+            '  File "pyarrow/ipc.pxi", line 848, in pyarrow.lib.RecordBatchReader.read_all',
+            '  File "pyarrow/error.pxi", line 92, in pyarrow.lib.check_status',
+            "OSError: Expected to be able to read 8000 bytes for message body, got 3868",
+        ],
+        DATA,
+    ),
+    (  # huggingface/datasets:src/datasets/data_files.py: EmptyDatasetError's format
+        "datasets_empty_directory",
+        ["datasets.data_files.EmptyDatasetError: The directory at /data/corpus/train doesn't contain any data files"],
+        DATA,
+    ),
+    (  # webdataset/webdataset:webdataset/shardlists.py: a stage declared non-empty that saw no sample
+        "webdataset_no_data",
+        ["ValueError: pipeline stage received no data at all and this was declared as an error"],
+        DATA,
+    ),
+    (  # huggingface/datasets:src/datasets/utils/info_utils.py: verify_splits' missing split
+        "datasets_expected_more_splits",
+        ["datasets.exceptions.ExpectedMoreSplitsError: {'validation'}"],
+        DATA,
+    ),
 ]
 
 
