@@ -205,3 +205,44 @@ def test_bitsandbytes_falling_back_to_a_shipped_binary_is_no_failure(tmp_path: P
         tmp_path, "No prebuilt binary for CUDA 12.9, loading CUDA 12.8 instead. Set BNB_CUDA_VERSION to override."
     )
     assert report.diagnosis.failure_class is not ENV
+
+
+def test_the_megatron_stack_missing_or_too_old_is_the_environment(tmp_path: Path) -> None:
+    for line, rule in (
+        # NVIDIA/NeMo:nemo/core/optim/optimizer_with_main_params.py (the source's format)
+        (
+            "ImportError: megatron-core was not found. Please see the NeMo README for installation instructions:"
+            " https://github.com/NVIDIA/NeMo#megatron-gpt.",
+            "env.missing_accelerator_package",
+        ),
+        # NVIDIA/Megatron-LM:megatron/core/extensions/transformer_engine.py, two literals joined with no space
+        (
+            "AssertionError: Transformer-Engine v1.1.0 must be >= 1.2.0 to supportsliding window attention.",
+            "env.version_conflict",
+        ),
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
+
+
+def test_triton_without_a_host_compiler_is_the_toolchain(tmp_path: Path) -> None:
+    # triton-lang/triton:python/triton/runtime/build.py, the compiler lookup for a kernel's launcher
+    report = _triage(
+        tmp_path,
+        "RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set"
+        " triton.knobs.build.impl.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.cuda_toolkit_missing")
+
+
+def test_xformers_built_without_cuda_fails_its_dispatch_as_the_environment(tmp_path: Path) -> None:
+    # facebookresearch/xformers:xformers/ops/fmha/dispatch.py raises the operator list; the reason is
+    # xformers/ops/fmha/common.py's, in the sources' format (the query line is dispatch.py's _format_inputs_description)
+    report = _triage(
+        tmp_path,
+        "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:",
+        "     query       : shape=(1, 4096, 8, 40) (torch.float16)",
+        "`cutlassF` is not supported because:",
+        "    xFormers wasn't build with CUDA support",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.xformers_without_cuda")
