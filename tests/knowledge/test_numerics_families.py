@@ -73,6 +73,25 @@ CASES = [
         ],
         DIVERGED,
     ),
+    (  # Lightning-AI/pytorch-lightning:src/lightning/pytorch/loops/utilities.py: check_finite_loss's format
+        "lightning_nonfinite_training_step_loss",
+        ["ValueError: The loss returned in `training_step` is tensor(nan, device='cuda:0', grad_fn=<DivBackward0>)."],
+        DIVERGED,
+    ),
+    (  # Lightning-AI/pytorch-lightning:src/lightning/fabric/utilities/spike.py: TrainingSpikeException's format
+        "fabric_spike_detection",
+        ["lightning.fabric.utilities.spike.TrainingSpikeException: Training spike detected in batch 1843"],
+        DIVERGED,
+    ),
+    (  # Lightning-AI/pytorch-lightning:src/lightning/pytorch/callbacks/early_stopping.py: improved, then stopped
+        "early_stopping_nonfinite_metric",
+        [
+            "Metric val_loss improved by 0.021 >= min_delta = 0.0. New best score: 0.412",
+            "Monitored metric val_loss = tensor(nan, device='cuda:0') is not finite. Previous best value was 0.412."
+            " Signaling Trainer to stop.",
+        ],
+        DIVERGED,
+    ),
 ]
 
 
@@ -81,3 +100,10 @@ def test_family_decides_the_class(tmp_path: Path, name: str, lines: list[str], e
     log = tmp_path / f"{name}.log"
     log.write_text("\n".join(lines) + "\n")
     assert triage(log, workers=1).diagnosis.failure_class is expected
+
+
+def test_early_stoppings_improvement_is_no_divergence(tmp_path: Path) -> None:
+    """Lightning-AI/pytorch-lightning:src/lightning/pytorch/callbacks/early_stopping.py logs it on healthy runs."""
+    log = tmp_path / "early_stopping_improved.log"
+    log.write_text("Metric val_loss improved by 0.021 >= min_delta = 0.0. New best score: 0.412\n")
+    assert triage(log, workers=1).diagnosis.failure_class is not DIVERGED
