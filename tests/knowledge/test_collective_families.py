@@ -69,3 +69,34 @@ def test_jaxs_coordination_barrier_timing_out_is_a_collective_timeout(tmp_path: 
     )
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
     assert any(e.rule_id == "coll.xla_barrier_timeout" for e in report.diagnosis.evidence)
+
+
+# torch 2.14.1's ProcessGroupNCCL.cpp, read from the adjacent strings of libtorch_cuda.so (the torch wheel): the
+# source's format strings with plausible values filled in
+BLOCKING_WAIT = (
+    "RuntimeError: [Rank 0] Work WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+    "timed out in blocking wait."
+)
+MONITOR_KILL = (
+    "[rank0]:[F1201 10:00:00.123456789 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 0] Terminating "
+    "the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang."
+)
+MONITOR_DISABLED = (
+    "[rank0]:[W1201 10:00:00.123456789 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+    "ProcessGroupNCCL monitor thread is disabled, but would have terminated the process"
+)
+
+
+def test_a_blocking_wait_timeout_is_a_collective_timeout_with_its_sequence_number(tmp_path: Path) -> None:
+    report = _triage(tmp_path, BLOCKING_WAIT)
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    wait = next(e for e in report.events if getattr(e, "rule_id", "") == "coll.blocking_wait_timeout")
+    assert wait.seq == 12
+
+
+def test_the_heartbeat_monitor_killing_the_process_is_a_hang_but_its_disabled_note_is_not(tmp_path: Path) -> None:
+    report = _triage(tmp_path, MONITOR_KILL)
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    assert report.diagnosis.evidence[0].rule_id == "coll.heartbeat_monitor"
+    disabled = _triage(tmp_path, MONITOR_DISABLED)
+    assert not any(getattr(e, "rule_id", "").startswith("coll.") for e in disabled.events)
