@@ -35,6 +35,18 @@ def _triage(tmp_path: Path, *lines: str):
         ),
         # jax-ml/jax:jax/_src/lax/lax.py, broadcasting_shape_rule: JAX's shape mismatch
         ("TypeError: add got incompatible shapes for broadcasting: (3,), (4,).", "python.tensor_shape_mismatch"),
+        # PyTorch's words, the format pieces `strings` reads from the torch 2.14 wheel's libtorch_cpu.so
+        # (pytorch/pytorch:torch/lib/libtorch_cpu.so) and torch/autograd/__init__.py, values filled in
+        ("RuntimeError: grad can be implicitly created only for scalar outputs", "python.autograd_misuse"),
+        (
+            "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 1, 224, 224] to have 3"
+            " channels, but got 1 channels instead",
+            "python.tensor_shape_mismatch",
+        ),
+        (
+            "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same",
+            "python.tensor_device_dtype_mismatch",
+        ),
         # abseil/abseil-py:absl/flags/_flagvalues.py: FLAGS read before app.run parsed them
         (
             "absl.flags._exceptions.UnparsedFlagAccessError: Trying to access flag --config before flags were parsed.",
