@@ -92,6 +92,14 @@ CASES = [
         ],
         STORAGE,
     ),
+    (  # deepspeedai/DeepSpeed:csrc/aio/common/deepspeed_aio_common.cpp: report_file_error's format (NVMe offload)
+        "deepspeed_aio_open_failed",
+        [
+            "deepspeed_aio:   open for write  failed on /local_nvme/zero_stage_3/fp16params/rank0/0_param.tensor.swp"
+            " error = 22"
+        ],
+        STORAGE,
+    ),
 ]
 
 
