@@ -130,6 +130,10 @@ def test_peft_refusing_the_adapter_settings_is_the_config(tmp_path: Path) -> Non
         # huggingface/peft:src/peft/tuners/tuners_utils.py, inject_adapter (the source's format)
         "ValueError: Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules"
         " and try again.",
+        # huggingface/transformers:src/transformers/trainer_utils.py, validate_quantization_for_training
+        "ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters on top"
+        " of the quantized model to correctly perform fine-tuning. Please see: https://huggingface.co/docs/transformers/peft"
+        " for more details",
         # huggingface/peft:src/peft/config.py, from_pretrained on a path without the adapter's config
         "ValueError: Can't find 'adapter_config.json' at 'output/checkpoint-500'",
     ):
