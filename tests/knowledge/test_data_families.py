@@ -126,6 +126,16 @@ CASES = [
         ["datasets.exceptions.ExpectedMoreSplitsError: {'validation'}"],
         DATA,
     ),
+    (  # python-pillow/Pillow:src/PIL/ImageFile.py: what Pillow 13.0.0 raised for a JPEG cut in its header
+        "pillow_truncated_file_read",
+        ["OSError: Truncated File Read"],
+        DATA,
+    ),
+    (  # python-pillow/Pillow:src/_webp.c: what Pillow 13.0.0 raised for a WebP cut in half
+        "pillow_webp_no_decoder",
+        ["OSError: could not create decoder object"],
+        DATA,
+    ),
 ]
 
 
@@ -143,5 +153,16 @@ def test_libjpegs_recovered_corruption_is_no_data_error(tmp_path: Path) -> None:
         "| 5248             | 6m 25s       | 26.25%           |\n"
         "Corrupt JPEG data: 258 extraneous bytes before marker 0xd9\n"
         "| 5312             | 6m 30s       | 26.5%            |\n"
+    )
+    assert triage(log, workers=1).diagnosis.failure_class is not DATA
+
+
+def test_pillows_corrupt_exif_warning_is_no_data_error(tmp_path: Path) -> None:
+    """Pillow 13.0.0 warns and skips the tag on a cut TIFF (python-pillow/Pillow:src/PIL/TiffImagePlugin.py)."""
+    log = tmp_path / "tiff_exif_warning.log"
+    log.write_text(
+        "/tmp/pkgs-memdata/x/PIL/TiffImagePlugin.py:982: UserWarning: Corrupt EXIF data.  Expecting to read 12 bytes"
+        " but only got 6. \n"
+        "  warnings.warn(str(msg))\n"
     )
     assert triage(log, workers=1).diagnosis.failure_class is not DATA
