@@ -86,3 +86,19 @@ def test_jaxs_lost_task_heartbeat_alone_is_a_node_failure(tmp_path: Path) -> Non
         "[type.googleapis.com/tensorflow.CoordinationServiceError='']",
     )
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+
+
+def test_rays_node_terminated_unexpectedly_is_a_node_failure_but_its_expected_drain_is_not(tmp_path: Path) -> None:
+    # the node's death reason ray 2.60.0's GCS adds to an ActorDiedError (adjacent strings of its gcs_server binary,
+    # src/ray/gcs/gcs_actor_manager.cc): the source's format with a reason of the same binary filled in
+    died = _triage(
+        tmp_path,
+        "(TrainController pid=79312) \tthe actor's node was terminated unexpectedly: raylet has lagging heartbeats due "
+        "to slow network or busy workload.",
+    )
+    assert died.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    drained = _triage(
+        tmp_path,
+        "(TrainController pid=79312) \tthe actor's node was terminated expectedly: DRAIN_NODE_REASON_IDLE_TERMINATION",
+    )
+    assert not any(getattr(e, "rule_id", "") == "node.ray_node_died" for e in drained.events)

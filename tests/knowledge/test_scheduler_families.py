@@ -89,3 +89,13 @@ def test_deepspeeds_launcher_interrupted_is_cancelled_and_its_sigterm_a_symptom(
     terminated = _triage(tmp_path, DS_SIGTERM)
     assert terminated.diagnosis.evidence[0].rule_id == "launch.agent_death_signal"
     assert terminated.diagnosis.evidence[0].role.value == "symptom"
+
+
+def test_a_ray_task_retried_after_its_node_was_preempted_is_not_the_jobs_end(tmp_path: Path) -> None:
+    # ray 2.60.0's _raylet.so: the task is retried and the retry is not counted, the job goes on
+    report = _triage(
+        tmp_path,
+        "Task MyTrainer.train failed due to node preemption. The task will be retried, but the retry will not count "
+        "against the normal retry count.",
+    )
+    assert not any(getattr(e, "rule_id", "") == "sched.cloud_preemption" for e in report.events)
