@@ -136,6 +136,21 @@ CASES = [
         ["OSError: could not create decoder object"],
         DATA,
     ),
+    (  # h5py/h5py:h5py/_selector.pyx: h5py 3.16.0 reading a gzip chunk whose bytes were overwritten
+        "hdf5_filter_failure",
+        [
+            "Traceback (most recent call last):",
+            '  File "<string>", line 3, in <module>',
+            '  File "h5py/_objects.pyx", line 54, in h5py._objects.with_phil.wrapper',
+            '  File "h5py/_objects.pyx", line 55, in h5py._objects.with_phil.wrapper',
+            '  File "/tmp/pkgs-memdata/x/h5py/_hl/dataset.py", line 872, in __getitem__',
+            "    return self._fast_reader.read(args)",
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            '  File "h5py/_selector.pyx", line 393, in h5py._selector.Reader.read',
+            "OSError: Can't synchronously read data (filter returned failure during read)",
+        ],
+        DATA,
+    ),
 ]
 
 
