@@ -100,3 +100,12 @@ def test_the_heartbeat_monitor_killing_the_process_is_a_hang_but_its_disabled_no
     assert report.diagnosis.evidence[0].rule_id == "coll.heartbeat_monitor"
     disabled = _triage(tmp_path, MONITOR_DISABLED)
     assert not any(getattr(e, "rule_id", "").startswith("coll.") for e in disabled.events)
+
+
+def test_horovods_stall_shutdown_is_a_collective_timeout(tmp_path: Path) -> None:
+    # horovod 0.28.1's horovod/common/stall_inspector.cc: the source's format, a shutdown time filled in
+    report = _triage(
+        tmp_path, 'One or more rank (marked by "!") is stalled for longer than 600 seconds. Will shutdown.'
+    )
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    assert report.diagnosis.evidence[0].rule_id == "coll.horovod_stall_shutdown"
