@@ -153,6 +153,20 @@ def test_vllm_refusing_a_context_longer_than_the_model_is_the_config_its_allowed
         f"ValueError: {msg} To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
         " VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.",
     )
-    assert (refused.diagnosis.failure_class, _cited(refused)) == (CONFIG, "config.vllm_max_model_len")
+    assert (refused.diagnosis.failure_class, _cited(refused)) == (CONFIG, "config.vllm_engine_refused")
     allowed = _triage(tmp_path, f"{msg} VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.")
     assert allowed.diagnosis.failure_class is not CONFIG
+
+
+def test_vllm_refusing_a_dtype_or_quantization_the_gpu_lacks_is_the_config(tmp_path: Path) -> None:
+    for line in (
+        # vllm-project/vllm:vllm/platforms/cuda.py, check_if_supports_dtype (the source's format)
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has"
+        " compute capability 7.5. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for"
+        " example: --dtype=half.",
+        # vllm-project/vllm:vllm/config/vllm.py, the quantization method's minimum capability
+        "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. Current"
+        " capability: 80.",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.vllm_engine_refused"), line
