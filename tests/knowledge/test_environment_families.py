@@ -246,3 +246,18 @@ def test_xformers_built_without_cuda_fails_its_dispatch_as_the_environment(tmp_p
         "    xFormers wasn't build with CUDA support",
     )
     assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.xformers_without_cuda")
+
+
+def test_a_torch_build_without_this_gpus_kernels_or_without_cuda_is_the_environment(tmp_path: Path) -> None:
+    # pytorch/pytorch:torch/cuda/__init__.py, the source's format: torch 2.14's warning for a GPU the build has no
+    # kernels for, and a CPU-only build asked for a device
+    for line, rule in (
+        (
+            "Your installed torch==2.14.1+cu126 does not include kernels for this GPU. Reinstall the same version"
+            " against a CUDA build that does, e.g.:",
+            "env.arch_not_supported",
+        ),
+        ("RuntimeError: PyTorch was compiled without CUDA support", "env.no_driver_or_gpu"),
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
