@@ -51,3 +51,15 @@ def test_tensorflows_gpu_sync_failure_alone_is_a_cuda_fault(tmp_path: Path) -> N
     report = _triage(tmp_path, "tensorflow.python.framework.errors_impl.InternalError: GPU sync failed")
     assert report.diagnosis.failure_class is FailureClass.CUDA_ERROR
     assert report.diagnosis.evidence[0].rule_id == "cuda.tf_gpu_sync_failed"
+
+
+def test_an_mps_client_the_server_terminated_is_a_cuda_error_but_mps_out_of_clients_is_not(tmp_path: Path) -> None:
+    # libcudart.so.12's texts (the nvidia-cuda-runtime-cu12 wheel) in PyTorch's 'CUDA error: %s'
+    lost = _triage(tmp_path, "RuntimeError: CUDA error: the MPS client has been terminated by the server")
+    assert lost.diagnosis.failure_class is FailureClass.CUDA_ERROR
+    assert lost.diagnosis.evidence[0].rule_id == "cuda.mps_client_lost"
+    full = _triage(
+        tmp_path,
+        "RuntimeError: CUDA error: the hardware resources required to create MPS client have been exhausted",
+    )
+    assert not any(getattr(e, "rule_id", "") == "cuda.mps_client_lost" for e in full.events)
