@@ -50,3 +50,21 @@ def test_a_gsp_whose_heartbeat_timed_out_is_hardware_without_an_xid(tmp_path: Pa
     assert report.diagnosis.evidence[0].rule_id == "gpu.gsp_heartbeat_timeout"
     # the event the driver drops during bootup is no hang by itself
     assert _triage(tmp_path, BOOTUP_EVENT).diagnosis.failure_class is not FailureClass.GPU_HARDWARE
+
+
+def test_nccl_finding_no_p2p_between_nvlinked_gpus_is_the_hardware_but_between_pcie_gpus_is_not(tmp_path: Path) -> None:
+    # libnccl.so 2.32.3's strings next to graph/paths.cc (the nvidia-nccl-cu12 wheel): the source's format
+    nvlinked = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] NCCL WARN P2P is disabled between NVLINK connected GPUs 1 and 3. This should not be "
+        "the case given their connectivity, and is probably due to a hardware issue. If you still want to proceed, you "
+        "can set NCCL_IGNORE_DISABLED_P2P=1.",
+    )
+    assert nvlinked.diagnosis.failure_class is FailureClass.GPU_HARDWARE
+    assert nvlinked.diagnosis.evidence[0].rule_id == "gpu.nvlink.p2p_disabled"
+    pcie = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] NCCL WARN P2P is disabled between connected GPUs 1 and 3. You can repress this "
+        "message with NCCL_IGNORE_DISABLED_P2P=1.",
+    )
+    assert pcie.diagnosis.failure_class is not FailureClass.GPU_HARDWARE
