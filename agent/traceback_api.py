@@ -54,6 +54,8 @@ def api_drift(exc: RaisedException, tb: Traceback) -> Finding | None:
     if owner is not None and _framework_object(owner, raised):
         return Finding("api_mismatch", FailureClass.ENVIRONMENT, LIKELY, "a framework's object lacks an attribute")
     if is_library(raised):
+        if owner is not None and owner.group("owner") in _BUILTIN_TYPES:  # 'float' object has no attribute ...:
+            return Finding("wrong_type", FailureClass.CODE_BUG, LIKELY, "a value of the wrong type reached a library")
         if owner is not None and _reads_own_attribute(owner, exc, raised):
             return Finding("library_bug", FailureClass.CODE_BUG, LIKELY, "a library reads an attribute its class lacks")
         if mismatch or module or owner:

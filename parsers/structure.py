@@ -15,6 +15,7 @@ from typing import NamedTuple
 import hyperscan
 
 from crashcart.knowledge.records import LineRef
+from crashcart.parsers.headless import HEADLESS_LINES, headless_start, read_headless
 from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail
 from crashcart.parsers.models import MetricPoint, StackDump, Traceback
 from crashcart.parsers.tracebacks import HEADER_PATTERNS, MAX_WINDOW_LINES, read_structure
@@ -83,9 +84,23 @@ class StructureReader:
             headers.append(block.rfind(b"\n", 0, to) + 1 if to else 0)
 
         self._headers_db.scan(block, match_event_handler=on_header, scratch=self._headers_scratch)
+        if base == 0:
+            self._headless(block)
         self._progress(block, base + lines)
         if headers or self._headers:
             self._windows(block, base, sorted(set(headers)))
+
+    def _headless(self, block: bytes) -> None:
+        """A traceback the file starts inside of (parsers/headless.py): read once, from the file's first lines."""
+        head = [_text(line) for line in block.split(b"\n", HEADLESS_LINES)[:HEADLESS_LINES]]
+        at = headless_start(head)
+        if at is None:
+            return
+        window = [_text(line) for line in block.split(b"\n", at + MAX_WINDOW_LINES)[at : at + MAX_WINDOW_LINES]]
+        record, used = read_headless(window, at + 1, self._make_ref)
+        if record is not None:
+            self._done_until = at + used
+            self._keep(record)
 
     def _progress(self, block: bytes, end: int) -> None:
         """Hand the progress lines of the block's tail to the trail: a rank's last lines are what trends need.

@@ -16,6 +16,16 @@ ENV, CODE = FailureClass.ENVIRONMENT, FailureClass.CODE_BUG
 
 CASES = [
     (
+        "deepspeedai/DeepSpeed#4731",  # a float where DeepSpeed expected its mpu: arguments shifted, a bug
+        """
+  File "/usr/local/lib/python3.8/dist-packages/deepspeed/runtime/zero/stage3.py", line 253, in __init__
+    self.model_parallel_group = mpu.get_model_parallel_group()
+AttributeError: 'float' object has no attribute 'get_model_parallel_group'
+""",
+        CODE,
+        "traceback.wrong_type",
+    ),
+    (
         "dhcode-cpp/X-R1#72",  # the project's XGRPOTrainer reads a GRPOConfig field an older trl lacks
         """
 [rank0]: Traceback (most recent call last):
