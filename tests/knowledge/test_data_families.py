@@ -151,6 +151,11 @@ CASES = [
         ],
         DATA,
     ),
+    (  # python/cpython:Modules/_pickle.c: CPython 3.11.7's pickle.load on an HTML page saved as the .pkl
+        "pickle_not_a_pickle",
+        ["_pickle.UnpicklingError: invalid load key, '<'."],
+        DATA,
+    ),
 ]
 
 
