@@ -170,3 +170,13 @@ def test_vllm_refusing_a_dtype_or_quantization_the_gpu_lacks_is_the_config(tmp_p
     ):
         report = _triage(tmp_path, line)
         assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.vllm_engine_refused"), line
+
+
+def test_nccls_newer_words_for_two_ranks_on_one_gpu_are_the_config(tmp_path: Path) -> None:
+    # NVIDIA/nccl:src/init.cc, read with strings from libnccl.so 2.32.3 (the older 'Duplicate GPU detected' reworded)
+    report = _triage(
+        tmp_path,
+        "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this"
+        " configuration.",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.duplicate_gpu")

@@ -261,3 +261,19 @@ def test_a_torch_build_without_this_gpus_kernels_or_without_cuda_is_the_environm
     ):
         report = _triage(tmp_path, line)
         assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
+
+
+def test_ranks_bringing_different_nccl_stacks_are_the_environment(tmp_path: Path) -> None:
+    # NVIDIA/nccl:src/init.cc, read with strings from libnccl.so 2.32.3: the message after NCCL's WARN prefix
+    for line in (
+        "Mismatched NCCL version detected : rank 0 version 22703 rank 8 version 21805",
+        "Detected mixed local Net device counts across ranks (min 4, max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to"
+        " continue.",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.nccl_ranks_mismatch"), line
+    ignored = _triage(
+        tmp_path,
+        "Detected mixed local Net device counts across ranks (min 4, max 8). Ignoring due to NCCL_IGNORE_NET_MISMATCH.",
+    )
+    assert ignored.diagnosis.failure_class is not ENV
