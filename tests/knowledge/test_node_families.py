@@ -102,3 +102,25 @@ def test_rays_node_terminated_unexpectedly_is_a_node_failure_but_its_expected_dr
         "(TrainController pid=79312) \tthe actor's node was terminated expectedly: DRAIN_NODE_REASON_IDLE_TERMINATION",
     )
     assert not any(getattr(e, "rule_id", "") == "node.ray_node_died" for e in drained.events)
+
+
+# slurmd and slurmstepd of the Debian 22.05 package (slurmd_22.05.8): the source's format strings, values filled in
+PROLOG_FAILED = "slurmd: error: Prolog failure on node gpu-node-07"
+EPILOG_FAILED = "[2024-05-01T12:00:00.123] error: [job 123456] epilog failed status=1:0"
+MONITOR_UNKILLABLE = (
+    "slurmstepd: error: step_terminate_monitor: unkillable after 60 sec, calling: /usr/local/sbin/unkillable.sh"
+)
+
+
+def test_a_slurm_prolog_failure_is_the_node_it_names_but_an_epilog_failure_is_not(tmp_path: Path) -> None:
+    report = _triage(tmp_path, PROLOG_FAILED)
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.slurm_prolog_failed"
+    assert report.diagnosis.evidence[0].node == "gpu-node-07"
+    epilog = _triage(tmp_path, EPILOG_FAILED)
+    assert not any(getattr(e, "rule_id", "") == "node.slurm_prolog_failed" for e in epilog.events)
+
+
+def test_slurmstepds_unkillable_monitor_is_the_unkillable_step(tmp_path: Path) -> None:
+    report = _triage(tmp_path, MONITOR_UNKILLABLE)
+    assert report.diagnosis.evidence[0].rule_id == "node.slurm_unkillable_step"
