@@ -156,6 +156,14 @@ CASES = [
         ["_pickle.UnpicklingError: invalid load key, '<'."],
         DATA,
     ),
+    (  # bastibe/python-soundfile:soundfile.py: soundfile before 0.11 raised libsndfile's text as RuntimeError
+        "soundfile_runtime_error_unimplemented",
+        [
+            "RuntimeError: Error opening '/data/librispeech/train-clean-100/103/1240/103-1240-0000.flac': File"
+            " contains data in an unimplemented format.",
+        ],
+        DATA,
+    ),
 ]
 
 
