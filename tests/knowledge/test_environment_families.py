@@ -277,3 +277,15 @@ def test_ranks_bringing_different_nccl_stacks_are_the_environment(tmp_path: Path
         "Detected mixed local Net device counts across ranks (min 4, max 8). Ignoring due to NCCL_IGNORE_NET_MISMATCH.",
     )
     assert ignored.diagnosis.failure_class is not ENV
+
+
+def test_a_package_a_transformers_quantizer_needs_is_missing_not_a_bug(tmp_path: Path) -> None:
+    # huggingface/transformers:src/transformers/quantizers/quantizer_bnb_4bit.py and quantizer_awq.py (the sources'
+    # format): ImportErrors python.import_error would read as the project's own import
+    for line in (
+        "ImportError: Using `bitsandbytes` 4-bit quantization requires bitsandbytes:"
+        " `pip install -U bitsandbytes>=0.46.1`",
+        "ImportError: Loading an AWQ quantized model requires accelerate (`pip install accelerate`)",
+    ):
+        report = _triage(tmp_path, line)
+        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.missing_accelerator_package"), line
