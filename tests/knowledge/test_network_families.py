@@ -141,3 +141,20 @@ def test_nccl_2_2xs_verbs_retry_is_not_the_failed_call(tmp_path: Path) -> None:
         "remote GID ::ffff:10.0.0.8",
     )
     assert final.diagnosis.evidence[0].rule_id == "net.ib.verbs_call_failed"
+
+
+def test_nccl_2_2xs_os_socket_layer_failing_to_connect_is_the_network_but_its_retry_is_not(tmp_path: Path) -> None:
+    # libnccl.so 2.32.3's connect loop: the source's format strings, values filled in
+    given_up = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] NCCL WARN ncclOsSocketPollConnect: connect to 10.0.0.8<41312> returned Connection "
+        "timed out, exceeded error retry count after 35 attempts",
+    )
+    assert given_up.diagnosis.failure_class is FailureClass.NETWORK
+    assert given_up.diagnosis.evidence[0].rule_id == "net.socket.nccl_connect_failed"
+    retry = _triage(
+        tmp_path,
+        "gpu-node-07:1234:1290 [3] NCCL INFO ncclOsSocketPollConnect: connect to 10.0.0.8<41312> returned Connection "
+        "refused, retrying (1/34) after sleep for 100 msec",
+    )
+    assert not any(getattr(e, "rule_id", "") == "net.socket.nccl_connect_failed" for e in retry.events)
