@@ -289,3 +289,16 @@ def test_a_package_a_transformers_quantizer_needs_is_missing_not_a_bug(tmp_path:
     ):
         report = _triage(tmp_path, line)
         assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.missing_accelerator_package"), line
+
+
+def test_an_extension_build_failure_is_the_toolchain_unless_the_compiler_says_more(tmp_path: Path) -> None:
+    # pytorch/pytorch:torch/utils/cpp_extension.py: _run_ninja_build's prefix, alone and with nvcc's error in the output
+    # printed beside it (verbose builds stream ninja's output)
+    alone = _triage(tmp_path, "RuntimeError: Error compiling objects for extension")
+    assert (alone.diagnosis.failure_class, _cited(alone)) == (ENV, "env.extension_build_failed")
+    explained = _triage(
+        tmp_path,
+        "RuntimeError: Error building extension 'fused_adam'",
+        "nvcc fatal   : Unsupported gpu architecture 'compute_90'",  # jax-ml/jax#16640, nvcc's own line
+    )
+    assert _cited(explained) == "env.arch_not_supported"
