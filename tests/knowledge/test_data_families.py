@@ -164,6 +164,25 @@ CASES = [
         ],
         DATA,
     ),
+    (  # webdataset/webdataset:webdataset/filters.py: webdataset 1.0.2 on a shard whose second sample has no .jpg
+        "webdataset_sample_missing_field",
+        [
+            "(b'x', b'1\\n')",
+            "Traceback (most recent call last):",
+            '  File "<string>", line 4, in <module>',
+            '  File "/tmp/pkgs-memdata/x/webdataset/pipeline.py", line 105, in iterator',
+            "    for sample in self.iterator1():",
+            '  File "/tmp/pkgs-memdata/x/webdataset/filters.py", line 665, in _to_tuple',
+            "    if handler(exn):",
+            "       ^^^^^^^^^^^^",
+            '  File "/tmp/pkgs-memdata/x/webdataset/filters.py", line 147, in reraise_exception',
+            "    raise exn",
+            '  File "/tmp/pkgs-memdata/x/webdataset/filters.py", line 231, in getfirst',
+            '    raise ValueError(f"didn\'t find {keys} in {list(a.keys())}")',
+            "ValueError: didn't find ['jpg', 'png'] in ['__key__', '__url__', 'cls', '__local_path__']",
+        ],
+        DATA,
+    ),
 ]
 
 
