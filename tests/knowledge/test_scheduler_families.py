@@ -99,3 +99,13 @@ def test_a_ray_task_retried_after_its_node_was_preempted_is_not_the_jobs_end(tmp
         "against the normal retry count.",
     )
     assert not any(getattr(e, "rule_id", "") == "sched.cloud_preemption" for e in report.events)
+
+
+def test_the_elastic_agent_signalled_at_its_exit_barrier_is_a_cancel_symptom(tmp_path: Path) -> None:
+    # torch 2.14.1's torch/distributed/elastic/agent/server/api.py (_exit_barrier): the source's format
+    report = _triage(
+        tmp_path,
+        "W0501 12:00:00.123000 1234 torch/distributed/elastic/agent/server/api.py:1005] Got termination signal: 15",
+    )
+    assert report.diagnosis.failure_class is FailureClass.CANCELLED
+    assert report.diagnosis.evidence[0].rule_id == "launch.agent_death_signal"
