@@ -47,6 +47,12 @@ def _triage(tmp_path: Path, *lines: str):
             "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same",
             "python.tensor_device_dtype_mismatch",
         ),
+        # Dao-AILab/flash-attention:csrc/flash_attn/flash_api.cpp, its TORCH_CHECKs on q/k/v (flash-attn 2.8.3's sdist)
+        ("RuntimeError: FlashAttention only support fp16 and bf16 data type", "python.tensor_device_dtype_mismatch"),
+        (
+            "RuntimeError: FlashAttention forward only supports head dimension at most 256",
+            "python.tensor_shape_mismatch",
+        ),
         # abseil/abseil-py:absl/flags/_flagvalues.py: FLAGS read before app.run parsed them
         (
             "absl.flags._exceptions.UnparsedFlagAccessError: Trying to access flag --config before flags were parsed.",
