@@ -190,6 +190,11 @@ CASES = [
         ],
         HOST,
     ),
+    (  # python-pillow/Pillow:src/PIL/ImageFile.py: _get_oserror's format for the codec status 'out of memory'
+        "pillow_decoder_out_of_memory",
+        ["OSError: out of memory when reading image file"],
+        HOST,
+    ),
 ]
 
 
