@@ -68,3 +68,12 @@ def test_nccl_finding_no_p2p_between_nvlinked_gpus_is_the_hardware_but_between_p
         "message with NCCL_IGNORE_DISABLED_P2P=1.",
     )
     assert pcie.diagnosis.failure_class is not FailureClass.GPU_HARDWARE
+
+
+def test_pynvml_raising_gpu_is_lost_is_the_lost_gpu_but_not_supported_is_not(tmp_path: Path) -> None:
+    # nvidia-ml-py's pynvml.py names its exceptions from the NVML codes: the source's format
+    lost = _triage(tmp_path, "pynvml.NVMLError_GpuIsLost: GPU is lost")
+    assert lost.diagnosis.failure_class is FailureClass.GPU_HARDWARE
+    assert lost.diagnosis.evidence[0].rule_id == "gpu.lost_device"
+    unsupported = _triage(tmp_path, "pynvml.NVMLError_NotSupported: Not Supported")
+    assert unsupported.diagnosis.failure_class is not FailureClass.GPU_HARDWARE
