@@ -195,6 +195,11 @@ CASES = [
         ["OSError: out of memory when reading image file"],
         HOST,
     ),
+    (  # huggingface/accelerate:src/accelerate/utils/memory.py: the Gaudi (HPU) OOM string it reads as out of memory
+        "hpu_devmem_allocation_failed",
+        ["RuntimeError: FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed"],
+        GPU,
+    ),
 ]
 
 
