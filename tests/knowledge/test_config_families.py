@@ -130,6 +130,10 @@ def test_peft_refusing_the_adapter_settings_is_the_config(tmp_path: Path) -> Non
         # huggingface/peft:src/peft/tuners/tuners_utils.py, inject_adapter (the source's format)
         "ValueError: Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules"
         " and try again.",
+        # huggingface/peft:src/peft/tuners/lora/model.py, a target_modules name matching a layer LoRA cannot wrap
+        "ValueError: Target module Dropout(p=0.1, inplace=False) is not supported. Currently, only the following"
+        " modules are supported: `torch.nn.Linear`, `torch.nn.Embedding`, `torch.nn.Conv1d`, `torch.nn.Conv2d`,"
+        " `torch.nn.Conv3d`, `transformers.pytorch_utils.Conv1D`, `torch.nn.MultiheadAttention.`.",
         # huggingface/transformers:src/transformers/trainer_utils.py, validate_quantization_for_training
         "ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters on top"
         " of the quantized model to correctly perform fine-tuning. Please see: https://huggingface.co/docs/transformers/peft"
