@@ -302,3 +302,15 @@ def test_an_extension_build_failure_is_the_toolchain_unless_the_compiler_says_mo
         "nvcc fatal   : Unsupported gpu architecture 'compute_90'",  # jax-ml/jax#16640, nvcc's own line
     )
     assert _cited(explained) == "env.arch_not_supported"
+
+
+def test_lightning_asked_for_a_gpu_on_a_host_without_one_is_the_environment_not_the_settings(tmp_path: Path) -> None:
+    # Lightning-AI/pytorch-lightning:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (the source's
+    # format): a MisconfigurationException config.lightning_misconfiguration also reads, where the host is the cause
+    report = _triage(
+        tmp_path,
+        "lightning.fabric.utilities.exceptions.MisconfigurationException: `CUDAAccelerator` can not run on your system"
+        " since the accelerator is not available. The following accelerator(s) is available and can be passed into"
+        " `accelerator` argument of `Trainer`: ['cpu'].",
+    )
+    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.no_driver_or_gpu")
