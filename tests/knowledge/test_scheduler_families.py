@@ -109,3 +109,13 @@ def test_the_elastic_agent_signalled_at_its_exit_barrier_is_a_cancel_symptom(tmp
     )
     assert report.diagnosis.failure_class is FailureClass.CANCELLED
     assert report.diagnosis.evidence[0].rule_id == "launch.agent_death_signal"
+
+
+def test_sallocs_time_limit_is_the_time_limit_and_a_bare_revoke_only_a_symptom(tmp_path: Path) -> None:
+    # salloc and srun of the Debian slurm-client 22.05.8 package: the source's format strings, a job id filled in
+    timed_out = _triage(tmp_path, "salloc: Job 123456 has exceeded its time limit and its allocation has been revoked.")
+    assert timed_out.diagnosis.evidence[0].rule_id == "sched.time_limit"
+    revoked = _triage(tmp_path, "srun: error: Job allocation 123456 has been revoked")
+    assert revoked.diagnosis.failure_class is FailureClass.CANCELLED
+    assert revoked.diagnosis.evidence[0].rule_id == "sched.allocation_revoked"
+    assert revoked.diagnosis.evidence[0].role.value == "symptom"
