@@ -200,6 +200,11 @@ CASES = [
         ["RuntimeError: FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed"],
         GPU,
     ),
+    (  # NVIDIA/nccl:src/include/alloc.h: libnccl.so.2's 'Failed to CUDA host alloc %ld bytes' behind its WARN prefix
+        "nccl_host_alloc_failed",
+        ["gpu-node07:2231:2290 [3] NCCL WARN Failed to CUDA host alloc 4194304 bytes"],
+        HOST,
+    ),
 ]
 
 
