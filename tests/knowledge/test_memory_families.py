@@ -205,6 +205,11 @@ CASES = [
         ["gpu-node07:2231:2290 [3] NCCL WARN Failed to CUDA host alloc 4194304 bytes"],
         HOST,
     ),
+    (  # SchedMD/slurm 22.05 (Debian's libslurmfull.so): '%ps exceeded memory limit (%lu > %lu), being killed'
+        "slurm_2205_step_exceeded_memory_limit",
+        ["slurmstepd: error: StepId=4821.0 exceeded memory limit (8598234 > 8388608), being killed"],
+        HOST,
+    ),
 ]
 
 
