@@ -100,6 +100,11 @@ CASES = [
         ],
         STORAGE,
     ),
+    (  # huggingface/datasets:src/datasets/builder.py: the cache disk check before a build (the source's format)
+        "datasets_not_enough_disk_space",
+        ["OSError: Not enough disk space. Needed: 3.45 GiB (download: 1.20 GiB, generated: 2.25 GiB"],
+        STORAGE,
+    ),
 ]
 
 
