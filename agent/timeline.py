@@ -5,7 +5,7 @@ stopped. Both questions are answered here from the scanner's MetricPoints (the l
 rank of a file) and the first and last lines of each progress template, per (file, node, rank): rank None is
 the file's only printer, which stands for every rank of its file.
 
-Timelines are plain dataclasses, not pydantic records: a job of 20k per-rank files carries up to 256 points
+Timelines are plain dataclasses, not pydantic records: a job of 20k per-rank files carries up to 128 points
 each, and they never leave the agent.
 """
 

@@ -17,7 +17,7 @@ from crashcart.knowledge.records import LineRef
 from crashcart.parsers.attribution import rank_prefix
 from crashcart.parsers.models import MetricPoint
 
-MAX_POINTS = 256  # per rank and file: enough tail to see a spike against its baseline
+MAX_POINTS = 128  # per rank and file: a spike against its 20-point baseline, the streaks, the last steps
 MAX_PER_BLOCK = 512  # candidate lines looked at per 4 MiB block (the last ones: the tail is what matters)
 MAX_LINE = 2000  # a progress line longer than this is read up to here
 

@@ -105,7 +105,7 @@ class FileScan(Strict):
     seconds: float = 0.0
     tracebacks: list[Traceback] = []
     stacks: list[StackDump] = []
-    metrics: list[MetricPoint] = []  # the last progress numbers per rank, bounded
+    metrics: list[MetricPoint] = []  # the last progress numbers per rank (parsers.metrics.MAX_POINTS)
     problem: str | None = None  # why reading stopped before the end (truncated, corrupt, over a size cap)
 
 
