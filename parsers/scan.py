@@ -21,7 +21,7 @@ from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
 from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
 from crashcart.parsers.packing import Packed, pack, unpack
-from crashcart.parsers.rulefilter import BlockHit, RuleFilter
+from crashcart.parsers.rulefilter import BlockHit, RuleFilter, adopt_database, serialize_database
 from crashcart.parsers.sources import Source, read_blocks, split
 from crashcart.parsers.structure import StructureReader, Structures, merge_structures
 from crashcart.parsers.templater import KEPT_LINE_BYTES, TemplateCounts, Templater, template_id
@@ -250,8 +250,9 @@ def scan_sources(sources: Sequence[Source], rules: Sequence[Rule], workers: int 
         return _scan_group(rules, sources)
     own, *shares = _balance(tasks, processes)
     parts: dict[tuple[str, int], list[FileScan]] = {}  # a list: a file given twice is scanned twice
+    compiled = serialize_database(rules)  # compiled here once, loaded by each worker
     with gc_paused(), worker_pool(len(shares)) as pool:  # workers end with this process, even on kill -9
-        done = pool.map(_scan_packed, [rules] * len(shares), shares)
+        done = pool.map(_scan_packed, [rules] * len(shares), shares, [compiled] * len(shares))
         _collect(parts, own, _scan_group(rules, own))
         for share, packed in zip(shares, done, strict=True):
             _collect(parts, share, [unpack(p) for p in packed])
@@ -259,8 +260,9 @@ def scan_sources(sources: Sequence[Source], rules: Sequence[Rule], workers: int 
     return [merge_parts([parts[(p.display, p.start)].pop() for p in piece]) for piece in pieces]
 
 
-def _scan_packed(rules: Sequence[Rule], sources: Sequence[Source]) -> list[Packed]:
-    """In a worker: the scans as plain tuples, which pickle in C."""
+def _scan_packed(rules: Sequence[Rule], sources: Sequence[Source], compiled: bytes) -> list[Packed]:
+    """In a worker: the scans as plain tuples, which pickle in C; the rule database comes compiled."""
+    adopt_database(rules, compiled)
     return [pack(scan) for scan in _scan_group(rules, sources)]
 
 

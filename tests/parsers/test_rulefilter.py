@@ -6,9 +6,9 @@ import hyperscan
 import pytest
 
 from crashcart.knowledge.errors import KnowledgeError
-from crashcart.knowledge.rules import Rule
+from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers import rulefilter
-from crashcart.parsers.rulefilter import BlockHit, RuleFilter, compile_database
+from crashcart.parsers.rulefilter import BlockHit, RuleFilter, adopt_database, compile_database, serialize_database
 
 
 def _rule(rule_id: str, pattern: str, examples: list[str], **kw: object) -> Rule:
@@ -219,3 +219,16 @@ def test_rules_are_kept_in_order() -> None:
     flt = RuleFilter([XID, ERROR])
     assert [r.id for r in flt.rules] == ["xid", "error.word"]
     assert [h.rule_index for h in flt.scan(b"an error\n")] == [1]
+
+
+def test_a_serialized_database_scans_as_the_compiled_one() -> None:
+    rules = load_rules()
+    data = serialize_database(rules)
+    rulefilter._DATABASES.clear()
+    adopt_database(rules, data)
+    (adopted,) = rulefilter._DATABASES.values()
+    assert RuleFilter(rules)._db is adopted  # loaded, not compiled again
+    # the CUDA runtime's message for a bad device address, as PyTorch raises it (torch/csrc/cuda)
+    line = b"[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    hits = RuleFilter(rules).scan(line)
+    assert [rules[h.rule_index].id for h in hits] == ["cuda.illegal_memory_access"]
