@@ -14,6 +14,7 @@ import hyperscan
 
 from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.rules import Rule
+from crashcart.parsers.dbcache import cached_database
 
 
 class BlockHit(NamedTuple):
@@ -35,13 +36,15 @@ _DATABASES_MAX = 4
 
 
 def compile_database(rules: Sequence[Rule]) -> hyperscan.Database:
-    """One block-mode database of all rules (cached per rule set in this process)."""
+    """One block-mode database of all rules (cached per rule set in this process, and compiled once per rule
+    set and machine: parsers/dbcache.py)."""
     key = tuple((r.pattern, r.ignore_case) for r in rules)
     db = _DATABASES.get(key)
     if db is None:
         if len(_DATABASES) >= _DATABASES_MAX:
             _DATABASES.clear()
-        db = _DATABASES[key] = _compile(rules)
+        recipe = tuple((r.pattern, _flags(r)) for r in rules)
+        db = _DATABASES[key] = cached_database(recipe, lambda: _compile(rules)) if rules else _compile(rules)
     return db
 
 
