@@ -31,7 +31,8 @@ def cache_dir() -> Path:
 def cached_database(recipe: object, build: Callable[[], hyperscan.Database]) -> hyperscan.Database:
     """The database `build` makes from `recipe` (a repr-able description of its patterns and flags), from the
     cache when it holds one, else built and stored."""
-    material = repr((hyperscan.__version__, platform.machine(), recipe)).encode()
+    # the binding's version (not in its type stubs; importlib.metadata would cost 40 ms of every start)
+    material = repr((getattr(hyperscan, "__version__", ""), platform.machine(), recipe)).encode()
     path = cache_dir() / f"{hashlib.sha256(material).hexdigest()[:40]}.hsdb"
     try:
         return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
