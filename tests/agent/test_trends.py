@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.agent.report import Report
+from triage_lines import triage_lines
+
 from crashcart.agent.trends import trend_events
-from crashcart.api import triage
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role
 from crashcart.parsers.metrics import read_point
@@ -127,14 +127,8 @@ DS_ROOMY = (
 )
 
 
-def _triage(tmp_path: Path, *lines: str) -> Report:
-    path = tmp_path / "train.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
-
-
 def test_a_teardown_right_after_a_nearly_full_host_memory_report_is_host_oom(tmp_path: Path) -> None:
-    report = _triage(tmp_path, DS_FULL, DS_KILLING)
+    report = triage_lines(tmp_path, DS_FULL, DS_KILLING)
     assert report.diagnosis.failure_class is FailureClass.HOST_OOM
     [event] = [e for e in report.events if getattr(e, "rule_id", "") == "trend.host_memory_pressure"]
     assert (event.line, event.role) == (1, Role.SYMPTOM)
@@ -142,11 +136,11 @@ def test_a_teardown_right_after_a_nearly_full_host_memory_report_is_host_oom(tmp
 
 
 def test_a_nearly_full_report_with_no_teardown_after_it_is_no_failure(tmp_path: Path) -> None:
-    assert _triage(tmp_path, DS_FULL).diagnosis.failure_class is FailureClass.UNKNOWN
+    assert triage_lines(tmp_path, DS_FULL).diagnosis.failure_class is FailureClass.UNKNOWN
 
 
 def test_a_teardown_after_a_roomy_report_is_not_blamed_on_memory(tmp_path: Path) -> None:
-    report = _triage(tmp_path, DS_ROOMY, DS_KILLING)
+    report = triage_lines(tmp_path, DS_ROOMY, DS_KILLING)
     assert not [e for e in report.events if getattr(e, "rule_id", "") == "trend.host_memory_pressure"]
 
 

@@ -9,15 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from triage_lines import triage_lines
 
-from crashcart.api import triage
 from crashcart.knowledge.taxonomy import FailureClass
-
-
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
 
 
 @pytest.mark.parametrize(
@@ -61,6 +55,6 @@ def _triage(tmp_path: Path, *lines: str):
     ],
 )
 def test_a_frameworks_words_for_misused_code_are_a_code_bug(tmp_path: Path, line: str, rule: str) -> None:
-    report = _triage(tmp_path, line)
+    report = triage_lines(tmp_path, line)
     assert report.diagnosis.failure_class is FailureClass.CODE_BUG
     assert report.diagnosis.evidence[0].rule_id == rule

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import triage_lines
+
 from crashcart.knowledge.taxonomy import FailureClass
-
-
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
-
 
 # ProcessGroupNCCL.cpp's watchdogHandler in torch 2.6, as a verl run (Ray workers) printed it
 WORK_IDS = (
@@ -28,7 +22,7 @@ WORK_IDS = (
 
 
 def test_torch_2_6s_watchdog_work_ids_are_a_collective_timeout_with_its_sequence_number(tmp_path: Path) -> None:
-    report = _triage(tmp_path, WORK_IDS)
+    report = triage_lines(tmp_path, WORK_IDS)
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
     ids = next(e for e in report.events if getattr(e, "rule_id", "") == "coll.watchdog_work_ids")
     assert ids.seq == 2635
@@ -36,13 +30,13 @@ def test_torch_2_6s_watchdog_work_ids_are_a_collective_timeout_with_its_sequence
 
 def test_gloos_closed_pairs_after_a_timeout_are_a_collective_timeout(tmp_path: Path) -> None:
     # signalException in pytorch/gloo:gloo/transport/tcp/unbound_buffer.cc, as torch's gloo groups raise it
-    report = _triage(tmp_path, "RuntimeError: Application timeout caused pair closure")
+    report = triage_lines(tmp_path, "RuntimeError: Application timeout caused pair closure")
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
 
 
 def test_a_store_key_no_rank_set_in_time_is_a_collective_timeout_not_the_code(tmp_path: Path) -> None:
     # modelscope/ms-swift#4906: GRPO's weight sync to vLLM waits on a key in the c10d store
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         '[rank0]:   File "/home/tiger/.local/lib/python3.11/site-packages/vllm/distributed/utils.py", line 197, in '
         "broadcast_obj",
@@ -55,7 +49,7 @@ def test_a_store_key_no_rank_set_in_time_is_a_collective_timeout_not_the_code(tm
 
 def test_jaxs_coordination_barrier_timing_out_is_a_collective_timeout(tmp_path: Path) -> None:
     # ayaka14732/llama-2-jax#20: jax.distributed.initialize on one host of eight, the others never came
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "Traceback (most recent call last):",
         '  File "/root/llama-2-jax/train.py", line 89, in main',
@@ -88,23 +82,23 @@ MONITOR_DISABLED = (
 
 
 def test_a_blocking_wait_timeout_is_a_collective_timeout_with_its_sequence_number(tmp_path: Path) -> None:
-    report = _triage(tmp_path, BLOCKING_WAIT)
+    report = triage_lines(tmp_path, BLOCKING_WAIT)
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
     wait = next(e for e in report.events if getattr(e, "rule_id", "") == "coll.blocking_wait_timeout")
     assert wait.seq == 12
 
 
 def test_the_heartbeat_monitor_killing_the_process_is_a_hang_but_its_disabled_note_is_not(tmp_path: Path) -> None:
-    report = _triage(tmp_path, MONITOR_KILL)
+    report = triage_lines(tmp_path, MONITOR_KILL)
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
     assert report.diagnosis.evidence[0].rule_id == "coll.heartbeat_monitor"
-    disabled = _triage(tmp_path, MONITOR_DISABLED)
+    disabled = triage_lines(tmp_path, MONITOR_DISABLED)
     assert not any(getattr(e, "rule_id", "").startswith("coll.") for e in disabled.events)
 
 
 def test_horovods_stall_shutdown_is_a_collective_timeout(tmp_path: Path) -> None:
     # horovod 0.28.1's horovod/common/stall_inspector.cc: the source's format, a shutdown time filled in
-    report = _triage(
+    report = triage_lines(
         tmp_path, 'One or more rank (marked by "!") is stalled for longer than 600 seconds. Will shutdown.'
     )
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT

@@ -8,47 +8,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import cited, triage_lines
+
 from crashcart.knowledge.taxonomy import FailureClass
 
 CONFIG = FailureClass.CONFIG_ERROR
 
 
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
-
-
-def _cited(report) -> str:
-    return report.diagnosis.evidence[0].rule_id
-
-
 def test_hydras_compact_composition_errors_are_the_config(tmp_path: Path) -> None:
     # facebookresearch/hydra:hydra/_internal/utils.py prints a CompactHydraException as its bare message and the
     # footer; the message of a group option that does not exist is defaults_list.py's
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "In 'config': Could not find 'model/llama3'",
         "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.structured_config_error")
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.structured_config_error")
 
 
 def test_hydras_footer_alone_accuses_no_config(tmp_path: Path) -> None:
     # the footer follows every error of a Hydra app, the user's own bugs too
-    report = _triage(tmp_path, "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.")
+    report = triage_lines(tmp_path, "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.")
     assert report.diagnosis.failure_class is not CONFIG
 
 
 def test_absl_refusing_the_flags_is_the_command_line(tmp_path: Path) -> None:
     # abseil/abseil-py:absl/app.py parse_flags_with_usage, the message of absl/flags/_validators.py
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "FATAL Flags parsing error: flag --workdir=None: Flag --workdir must have a value other than None.",
         "Pass --helpshort or --helpfull to see help on flags.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.argparse_error")
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.argparse_error")
 
 
 def test_trainer_settings_the_framework_refuses_are_the_config(tmp_path: Path) -> None:
@@ -61,13 +52,13 @@ def test_trainer_settings_the_framework_refuses_are_the_config(tmp_path: Path) -
         # huggingface/accelerate:src/accelerate/accelerator.py, Accelerator.__init__
         "ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported device.",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.training_arguments_refused"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.training_arguments_refused"), line
 
 
 def test_the_hub_refusing_a_gated_or_missing_repo_is_the_config(tmp_path: Path) -> None:
     # huggingface/huggingface_hub:src/huggingface_hub/errors.py, GatedRepoError as its docstring shows it
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: ViT1Bf7O_026LGSQuVqfa)",
         "",
@@ -75,31 +66,33 @@ def test_the_hub_refusing_a_gated_or_missing_repo_is_the_config(tmp_path: Path) 
         "Access to model ardent-figment/gated-model is restricted and you are not in the authorized list.",
         "Visit https://huggingface.co/ardent-figment/gated-model to ask for access.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.model_path")
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.model_path")
 
 
 def test_srun_refusing_the_request_is_the_config_but_not_a_controller_timeout(tmp_path: Path) -> None:
     # SchedMD/slurm:src/common/slurm_errno.c texts in srun's "Unable to allocate resources: %s"
-    refused = _triage(tmp_path, "srun: error: Unable to allocate resources: Invalid partition name specified")
-    assert (refused.diagnosis.failure_class, _cited(refused)) == (CONFIG, "config.slurm_request")
-    timed_out = _triage(tmp_path, "srun: error: Unable to allocate resources: Socket timed out on send/recv operation")
+    refused = triage_lines(tmp_path, "srun: error: Unable to allocate resources: Invalid partition name specified")
+    assert (refused.diagnosis.failure_class, cited(refused)) == (CONFIG, "config.slurm_request")
+    timed_out = triage_lines(
+        tmp_path, "srun: error: Unable to allocate resources: Socket timed out on send/recv operation"
+    )
     assert timed_out.diagnosis.failure_class is not CONFIG
 
 
 def test_a_deepspeed_batch_setting_derived_as_zero_is_the_config(tmp_path: Path) -> None:
     # deepspeedai/DeepSpeed:deepspeed/runtime/config.py, _batch_assertion
-    report = _triage(tmp_path, "AssertionError: Gradient accumulation steps: 0 has to be greater than 0")
-    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.batch_size_mismatch")
+    report = triage_lines(tmp_path, "AssertionError: Gradient accumulation steps: 0 has to be greater than 0")
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.batch_size_mismatch")
 
 
 def test_a_model_whose_code_needs_trust_remote_code_is_the_loading_setting(tmp_path: Path) -> None:
     # huggingface/transformers:src/transformers/dynamic_module_utils.py, when the prompt for custom code times out
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "ValueError: Loading this model requires you to execute custom code contained in the model repository on your"
         " local machine. Please set the option `trust_remote_code=True` to permit loading of this model.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.model_path")
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.model_path")
 
 
 def test_hydras_other_bare_errors_are_the_config(tmp_path: Path) -> None:
@@ -110,8 +103,8 @@ def test_hydras_other_bare_errors_are_the_config(tmp_path: Path) -> None:
         # facebookresearch/hydra:hydra/_internal/config_loader_impl.py, a comma value without --multirun
         "Sweep parameters 'lr=0.1,0.01' requires --multirun",
     ):
-        report = _triage(tmp_path, line, footer)
-        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.structured_config_error"), line
+        report = triage_lines(tmp_path, line, footer)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.structured_config_error"), line
 
 
 def test_torchrun_and_lightning_refusing_the_process_layout_are_the_config(tmp_path: Path) -> None:
@@ -121,8 +114,8 @@ def test_torchrun_and_lightning_refusing_the_process_layout_are_the_config(tmp_p
         # Lightning-AI/pytorch-lightning:src/lightning/fabric/accelerators/cuda.py, find_usable_cuda_devices
         "ValueError: You requested to find 8 devices but this machine only has 4 GPUs.",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.process_count"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.process_count"), line
 
 
 def test_peft_refusing_the_adapter_settings_is_the_config(tmp_path: Path) -> None:
@@ -141,8 +134,8 @@ def test_peft_refusing_the_adapter_settings_is_the_config(tmp_path: Path) -> Non
         # huggingface/peft:src/peft/config.py, from_pretrained on a path without the adapter's config
         "ValueError: Can't find 'adapter_config.json' at 'output/checkpoint-500'",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.peft_adapter"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.peft_adapter"), line
 
 
 def test_vllm_refusing_a_context_longer_than_the_model_is_the_config_its_allowed_warning_not(tmp_path: Path) -> None:
@@ -152,13 +145,13 @@ def test_vllm_refusing_a_context_longer_than_the_model_is_the_config_its_allowed
         "User-specified max_model_len (32768) is greater than the derived max_model_len (max_position_embeddings=4096"
         " or model_max_length=None in model's config.json)."
     )
-    refused = _triage(
+    refused = triage_lines(
         tmp_path,
         f"ValueError: {msg} To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
         " VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.",
     )
-    assert (refused.diagnosis.failure_class, _cited(refused)) == (CONFIG, "config.vllm_engine_refused")
-    allowed = _triage(tmp_path, f"{msg} VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.")
+    assert (refused.diagnosis.failure_class, cited(refused)) == (CONFIG, "config.vllm_engine_refused")
+    allowed = triage_lines(tmp_path, f"{msg} VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.")
     assert allowed.diagnosis.failure_class is not CONFIG
 
 
@@ -172,15 +165,15 @@ def test_vllm_refusing_a_dtype_or_quantization_the_gpu_lacks_is_the_config(tmp_p
         "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. Current"
         " capability: 80.",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.vllm_engine_refused"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.vllm_engine_refused"), line
 
 
 def test_nccls_newer_words_for_two_ranks_on_one_gpu_are_the_config(tmp_path: Path) -> None:
     # NVIDIA/nccl:src/init.cc, read with strings from libnccl.so 2.32.3 (the older 'Duplicate GPU detected' reworded)
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this"
         " configuration.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (CONFIG, "config.duplicate_gpu")
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.duplicate_gpu")

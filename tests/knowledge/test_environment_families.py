@@ -8,43 +8,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import cited, triage_lines
+
 from crashcart.knowledge.taxonomy import FailureClass
 
 ENV = FailureClass.ENVIRONMENT
 
 
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
-
-
-def _cited(report) -> str:
-    return report.diagnosis.evidence[0].rule_id
-
-
 def test_a_toolkit_that_is_not_torchs_cuda_fails_the_extension_build(tmp_path: Path) -> None:
     # deepspeedai/DeepSpeed:op_builder/builder.py, assert_no_cuda_mismatch raising CUDAMismatchException
-    deepspeed = _triage(
+    deepspeed = triage_lines(
         tmp_path,
         "deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version 12.1"
         " does not match the version torch was compiled with 11.8, unable to compile cuda/cpp extensions without a"
         " matching cuda version.",
     )
-    assert (deepspeed.diagnosis.failure_class, _cited(deepspeed)) == (ENV, "env.cuda_version_mismatch")
+    assert (deepspeed.diagnosis.failure_class, cited(deepspeed)) == (ENV, "env.cuda_version_mismatch")
     # NVIDIA/apex:setup.py, check_cuda_torch_binary_vs_bare_metal
-    apex = _triage(
+    apex = triage_lines(
         tmp_path,
         "RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the version used"
         " to compile Pytorch binaries.  Pytorch binaries were compiled with Cuda 11.8.",
     )
-    assert (apex.diagnosis.failure_class, _cited(apex)) == (ENV, "env.cuda_version_mismatch")
+    assert (apex.diagnosis.failure_class, cited(apex)) == (ENV, "env.cuda_version_mismatch")
 
 
 def test_a_minor_toolkit_mismatch_deepspeed_accepts_is_no_failure(tmp_path: Path) -> None:
     # deepspeedai/DeepSpeed:op_builder/builder.py: the same check's print when the APIs are compatible
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "Installed CUDA version 12.1 does not match the version torch was compiled with 12.4 but since the APIs are"
         " compatible, accepting this combination",
@@ -61,25 +52,25 @@ def test_a_missing_toolchain_for_a_jit_extension_is_the_environment(tmp_path: Pa
         # deepspeedai/DeepSpeed:op_builder/builder.py, its re-raise of torch's ninja check
         "RuntimeError: Unable to JIT load the fused_adam op due to ninja not being installed.",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.cuda_toolkit_missing"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_toolkit_missing"), line
 
 
 def test_the_cuda_runtimes_driver_misfits_are_the_driver_libraries(tmp_path: Path) -> None:
     # torch's cudaGetDeviceCount wording (PKU-YuanGroup/Video-LLaVA#22) around libcudart's text for error 803
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling"
         " NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver /"
         " cuda driver combination",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.nvml_mismatch")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.nvml_mismatch")
 
 
 def test_an_optional_package_a_transformers_class_needs_is_missing(tmp_path: Path) -> None:
     # huggingface/transformers:src/transformers/utils/import_utils.py: the ImportError's message starts on the next
     # line, so the exception line alone would be python.import_error's project import
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "ImportError: ",
         "LlamaTokenizer requires the SentencePiece library but it was not found in your environment. Check out the"
@@ -87,12 +78,12 @@ def test_an_optional_package_a_transformers_class_needs_is_missing(tmp_path: Pat
         "installation page of its repo: https://github.com/google/sentencepiece#installation and follow the ones",
         "that match your environment. Please note that you may need to restart your runtime after installation.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.missing_accelerator_package")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_accelerator_package")
 
 
 def test_a_name_numpy_removed_is_a_numpy_version_not_a_bug(tmp_path: Path) -> None:
     # numpy/numpy:numpy/__init__.py, __former_attrs__'s message for np.float (removed in 1.24)
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "AttributeError: module 'numpy' has no attribute 'float'.",
         "`np.float` was a deprecated alias for the builtin `float`. To avoid this error in existing code, use `float`"
@@ -102,34 +93,34 @@ def test_a_name_numpy_removed_is_a_numpy_version_not_a_bug(tmp_path: Path) -> No
         " note at:",
         "    https://numpy.org/devdocs/release/1.20.0-notes.html#deprecations",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.numpy_abi")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
     # numpy/numpy:numpy/__init__.py, __expired_attributes__ (NumPy 2.0)
-    removed = _triage(
+    removed = triage_lines(
         tmp_path, "AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` instead."
     )
-    assert (removed.diagnosis.failure_class, _cited(removed)) == (ENV, "env.numpy_abi")
+    assert (removed.diagnosis.failure_class, cited(removed)) == (ENV, "env.numpy_abi")
 
 
 def test_jax_refusing_its_jaxlib_is_a_version_conflict(tmp_path: Path) -> None:
     # jax-ml/jax:jax/_src/lib/__init__.py, check_jaxlib_version at import
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "RuntimeError: jaxlib version 0.4.30 is newer than and incompatible with jax version 0.4.26. Please update your"
         " jax and/or jaxlib packages.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.version_conflict")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.version_conflict")
 
 
 def test_a_frameworks_trainer_config_lacking_an_attribute_is_drift_a_projects_own_class_a_bug(tmp_path: Path) -> None:
     # dhcode-cpp/X-R1#72: trl's GRPOConfig of an older trl than the code
-    drift = _triage(
+    drift = triage_lines(
         tmp_path,
         "[rank0]: AttributeError: 'GRPOConfig' object has no attribute 'num_iterations'. Did you mean:"
         " 'num_generations'?",
     )
-    assert (drift.diagnosis.failure_class, _cited(drift)) == (ENV, "env.framework_api_drift")
+    assert (drift.diagnosis.failure_class, cited(drift)) == (ENV, "env.framework_api_drift")
     # cychai1995/DDPGfD#3: the project's own RLTrainer reads self.device before it sets it
-    own = _triage(
+    own = triage_lines(
         tmp_path,
         "Traceback (most recent call last):",
         '  File "train.py", line 510, in <module>',
@@ -145,13 +136,13 @@ def test_a_frameworks_trainer_config_lacking_an_attribute_is_drift_a_projects_ow
 
 def test_a_model_type_transformers_does_not_know_is_a_release_older_than_the_checkpoint(tmp_path: Path) -> None:
     # huggingface/transformers:src/transformers/models/auto/configuration_auto.py, AutoConfig.from_pretrained
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "ValueError: The checkpoint you are trying to load has model type `qwen2` but Transformers does not recognize"
         " this architecture. This could be because of an issue with the checkpoint, or because your version of"
         " Transformers is out of date.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.version_conflict")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.version_conflict")
 
 
 def test_torchs_extension_builder_refusing_the_toolchain_is_the_environment(tmp_path: Path) -> None:
@@ -172,8 +163,8 @@ def test_torchs_extension_builder_refusing_the_toolchain_is_the_environment(tmp_
             "env.host_compiler_version",
         ),
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, rule), line
 
 
 def test_a_launcher_asked_for_gpus_on_a_host_without_them_is_the_environment(tmp_path: Path) -> None:
@@ -182,26 +173,26 @@ def test_a_launcher_asked_for_gpus_on_a_host_without_them_is_the_environment(tmp
         # Lightning-AI/pytorch-lightning:src/lightning/fabric/accelerators/cuda.py, find_usable_cuda_devices
         "ValueError: You requested to find 2 devices but there are no visible CUDA devices on this machine.",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.no_driver_or_gpu"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu"), line
 
 
 def test_bitsandbytes_without_its_native_library_fails_on_the_first_native_call(tmp_path: Path) -> None:
     # bitsandbytes-foundation/bitsandbytes:bitsandbytes/cextension.py: the stand-in library's RuntimeError, whose
     # message starts on the next line (the source's format)
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "RuntimeError: ",
         "🚨 CUDA SETUP ERROR: Missing dependency: libcudart.so.12 🚨",
         "",
         "CUDA 12.x runtime libraries were not found in the LD_LIBRARY_PATH.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.bitsandbytes_native_library")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.bitsandbytes_native_library")
 
 
 def test_bitsandbytes_falling_back_to_a_shipped_binary_is_no_failure(tmp_path: Path) -> None:
     # bitsandbytes-foundation/bitsandbytes:bitsandbytes/cextension.py: the warning when it loads a nearby CUDA build
-    report = _triage(
+    report = triage_lines(
         tmp_path, "No prebuilt binary for CUDA 12.9, loading CUDA 12.8 instead. Set BNB_CUDA_VERSION to override."
     )
     assert report.diagnosis.failure_class is not ENV
@@ -221,31 +212,31 @@ def test_the_megatron_stack_missing_or_too_old_is_the_environment(tmp_path: Path
             "env.version_conflict",
         ),
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, rule), line
 
 
 def test_triton_without_a_host_compiler_is_the_toolchain(tmp_path: Path) -> None:
     # triton-lang/triton:python/triton/runtime/build.py, the compiler lookup for a kernel's launcher
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set"
         " triton.knobs.build.impl.",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.cuda_toolkit_missing")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_toolkit_missing")
 
 
 def test_xformers_built_without_cuda_fails_its_dispatch_as_the_environment(tmp_path: Path) -> None:
     # facebookresearch/xformers:xformers/ops/fmha/dispatch.py raises the operator list; the reason is
     # xformers/ops/fmha/common.py's, in the sources' format (the query line is dispatch.py's _format_inputs_description)
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:",
         "     query       : shape=(1, 4096, 8, 40) (torch.float16)",
         "`cutlassF` is not supported because:",
         "    xFormers wasn't build with CUDA support",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.xformers_without_cuda")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.xformers_without_cuda")
 
 
 def test_a_torch_build_without_this_gpus_kernels_or_without_cuda_is_the_environment(tmp_path: Path) -> None:
@@ -259,8 +250,8 @@ def test_a_torch_build_without_this_gpus_kernels_or_without_cuda_is_the_environm
         ),
         ("RuntimeError: PyTorch was compiled without CUDA support", "env.no_driver_or_gpu"),
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, rule), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, rule), line
 
 
 def test_ranks_bringing_different_nccl_stacks_are_the_environment(tmp_path: Path) -> None:
@@ -270,9 +261,9 @@ def test_ranks_bringing_different_nccl_stacks_are_the_environment(tmp_path: Path
         "Detected mixed local Net device counts across ranks (min 4, max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to"
         " continue.",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.nccl_ranks_mismatch"), line
-    ignored = _triage(
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.nccl_ranks_mismatch"), line
+    ignored = triage_lines(
         tmp_path,
         "Detected mixed local Net device counts across ranks (min 4, max 8). Ignoring due to NCCL_IGNORE_NET_MISMATCH.",
     )
@@ -287,30 +278,30 @@ def test_a_package_a_transformers_quantizer_needs_is_missing_not_a_bug(tmp_path:
         " `pip install -U bitsandbytes>=0.46.1`",
         "ImportError: Loading an AWQ quantized model requires accelerate (`pip install accelerate`)",
     ):
-        report = _triage(tmp_path, line)
-        assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.missing_accelerator_package"), line
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_accelerator_package"), line
 
 
 def test_an_extension_build_failure_is_the_toolchain_unless_the_compiler_says_more(tmp_path: Path) -> None:
     # pytorch/pytorch:torch/utils/cpp_extension.py: _run_ninja_build's prefix, alone and with nvcc's error in the output
     # printed beside it (verbose builds stream ninja's output)
-    alone = _triage(tmp_path, "RuntimeError: Error compiling objects for extension")
-    assert (alone.diagnosis.failure_class, _cited(alone)) == (ENV, "env.extension_build_failed")
-    explained = _triage(
+    alone = triage_lines(tmp_path, "RuntimeError: Error compiling objects for extension")
+    assert (alone.diagnosis.failure_class, cited(alone)) == (ENV, "env.extension_build_failed")
+    explained = triage_lines(
         tmp_path,
         "RuntimeError: Error building extension 'fused_adam'",
         "nvcc fatal   : Unsupported gpu architecture 'compute_90'",  # jax-ml/jax#16640, nvcc's own line
     )
-    assert _cited(explained) == "env.arch_not_supported"
+    assert cited(explained) == "env.arch_not_supported"
 
 
 def test_lightning_asked_for_a_gpu_on_a_host_without_one_is_the_environment_not_the_settings(tmp_path: Path) -> None:
     # Lightning-AI/pytorch-lightning:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (the source's
     # format): a MisconfigurationException config.lightning_misconfiguration also reads, where the host is the cause
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "lightning.fabric.utilities.exceptions.MisconfigurationException: `CUDAAccelerator` can not run on your system"
         " since the accelerator is not available. The following accelerator(s) is available and can be passed into"
         " `accelerator` argument of `Trainer`: ['cpu'].",
     )
-    assert (report.diagnosis.failure_class, _cited(report)) == (ENV, "env.no_driver_or_gpu")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu")

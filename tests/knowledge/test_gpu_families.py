@@ -8,19 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import triage_lines
+
 from crashcart.knowledge.taxonomy import Action, FailureClass
-
-
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
 
 
 def test_rocms_gpu_hang_report_outranks_the_abort_torchrun_reports(tmp_path: Path) -> None:
     # ROCm/legacy-rocm-build#5259: PyTorch on gfx942 hangs after hours; the runtime aborts, torchrun tears down
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "Loss/train_mean_inlier_rep_error: 4.7540 (4.7279) | Grad/pos_proj: 1.0838 (1.5358) | Grad/point_encoder: "
         "0.0000 (0.0000)",
@@ -45,16 +40,16 @@ HEARTBEAT = "     Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspRpcRecvPoll: GSP RM he
 
 
 def test_a_gsp_whose_heartbeat_timed_out_is_hardware_without_an_xid(tmp_path: Path) -> None:
-    report = _triage(tmp_path, BOOTUP_EVENT, HEARTBEAT)
+    report = triage_lines(tmp_path, BOOTUP_EVENT, HEARTBEAT)
     assert report.diagnosis.failure_class is FailureClass.GPU_HARDWARE
     assert report.diagnosis.evidence[0].rule_id == "gpu.gsp_heartbeat_timeout"
     # the event the driver drops during bootup is no hang by itself
-    assert _triage(tmp_path, BOOTUP_EVENT).diagnosis.failure_class is not FailureClass.GPU_HARDWARE
+    assert triage_lines(tmp_path, BOOTUP_EVENT).diagnosis.failure_class is not FailureClass.GPU_HARDWARE
 
 
 def test_nccl_finding_no_p2p_between_nvlinked_gpus_is_the_hardware_but_between_pcie_gpus_is_not(tmp_path: Path) -> None:
     # libnccl.so 2.32.3's strings next to graph/paths.cc (the nvidia-nccl-cu12 wheel): the source's format
-    nvlinked = _triage(
+    nvlinked = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] NCCL WARN P2P is disabled between NVLINK connected GPUs 1 and 3. This should not be "
         "the case given their connectivity, and is probably due to a hardware issue. If you still want to proceed, you "
@@ -62,7 +57,7 @@ def test_nccl_finding_no_p2p_between_nvlinked_gpus_is_the_hardware_but_between_p
     )
     assert nvlinked.diagnosis.failure_class is FailureClass.GPU_HARDWARE
     assert nvlinked.diagnosis.evidence[0].rule_id == "gpu.nvlink.p2p_disabled"
-    pcie = _triage(
+    pcie = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] NCCL WARN P2P is disabled between connected GPUs 1 and 3. You can repress this "
         "message with NCCL_IGNORE_DISABLED_P2P=1.",
@@ -72,8 +67,8 @@ def test_nccl_finding_no_p2p_between_nvlinked_gpus_is_the_hardware_but_between_p
 
 def test_pynvml_raising_gpu_is_lost_is_the_lost_gpu_but_not_supported_is_not(tmp_path: Path) -> None:
     # nvidia-ml-py's pynvml.py names its exceptions from the NVML codes: the source's format
-    lost = _triage(tmp_path, "pynvml.NVMLError_GpuIsLost: GPU is lost")
+    lost = triage_lines(tmp_path, "pynvml.NVMLError_GpuIsLost: GPU is lost")
     assert lost.diagnosis.failure_class is FailureClass.GPU_HARDWARE
     assert lost.diagnosis.evidence[0].rule_id == "gpu.lost_device"
-    unsupported = _triage(tmp_path, "pynvml.NVMLError_NotSupported: Not Supported")
+    unsupported = triage_lines(tmp_path, "pynvml.NVMLError_NotSupported: Not Supported")
     assert unsupported.diagnosis.failure_class is not FailureClass.GPU_HARDWARE

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import triage_lines
+
 from crashcart.knowledge.taxonomy import FailureClass, Role
-
-
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
 
 
 def test_a_gpu_that_fell_off_the_bus_at_probe_is_hardware_without_an_xid(tmp_path: Path) -> None:
     # dmesg of NVIDIA/NVSentinel#155: the driver's three-line message, its last line on its own
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0",
         "               NVRM: (PCI ID: 10de:26b5) installed in this system has",
@@ -33,7 +28,7 @@ def test_a_gpu_that_fell_off_the_bus_at_probe_is_hardware_without_an_xid(tmp_pat
 
 def test_the_drivers_reset_required_status_is_hardware(tmp_path: Path) -> None:
     # scitix/sichek#51: nccl-tests failed only with GPU1, whose channel allocation returned NV_ERR_RESET_REQUIRED
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "    [Sun Jan 11 09:52:01 2026] NVRM: rpcRmApiAlloc_GSP: GspRmAlloc failed: hClient=0xc1d1a616; "
         "hParent=0x5c000054; hObject=0x5c00005b; hClass=0x0000c86f; paramsSize=0x00000170; paramsStatus=0x00000062;"
@@ -51,20 +46,20 @@ INIT = "gpu1:5021:5376 [0] NCCL INFO comm 0x453b9880 rank 0 nranks 8 cudaDev 0 b
 
 
 def test_a_subnet_manager_event_is_the_fabric_only_when_nothing_else_failed(tmp_path: Path) -> None:
-    alone = _triage(tmp_path, INIT, REREGISTER)
+    alone = triage_lines(tmp_path, INIT, REREGISTER)
     assert alone.diagnosis.failure_class is FailureClass.NETWORK
     # a GPU runs out of memory after it (the line of nmhkahn/CARN-pytorch#11): the event is no cause then
     oom = (
         "RuntimeError: CUDA out of memory. Tried to allocate 195.25 MiB (GPU 0; 4.00 GiB total capacity; 2.88"
         " GiB already allocated; 170.14 MiB fre"
     )
-    with_oom = _triage(tmp_path, INIT, REREGISTER, oom)
+    with_oom = triage_lines(tmp_path, INIT, REREGISTER, oom)
     assert with_oom.diagnosis.failure_class is FailureClass.GPU_OOM
 
 
 def test_a_watchdog_line_hard_wrapped_by_the_console_is_still_a_collective_timeout(tmp_path: Path) -> None:
     # huggingface/open-r1#620: the console wrapped each watchdog line inside 'OpType'
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "[rank2]:[E424 01:11:21.160832730 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=4, OpTy",
@@ -77,7 +72,7 @@ def test_a_watchdog_line_hard_wrapped_by_the_console_is_still_a_collective_timeo
 
 def test_the_watchdogs_checktimeout_stack_alone_is_a_collective_timeout(tmp_path: Path) -> None:
     # Lightning-AI/pytorch-lightning#20832: only the C++ frames of the watchdog's exception survived, wrapped
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
         "std::ratio<1l, 1000l> > >) + 0x282 (0x7f6aaafa5672 in /home/ubuntu/.cache/pypoetry/v",
@@ -102,15 +97,15 @@ KEEPALIVE = (
 
 
 def test_a_rendezvous_that_failed_to_shut_down_is_a_launch_setting_not_a_lost_node(tmp_path: Path) -> None:
-    report = _triage(tmp_path, SHUTDOWN, "RuntimeError: Broken pipe")
+    report = triage_lines(tmp_path, SHUTDOWN, "RuntimeError: Broken pipe")
     assert report.diagnosis.failure_class is FailureClass.CONFIG_ERROR
     # a keep-alive lost mid-run says the rendezvous host went away: that stays a node failure
-    assert _triage(tmp_path, KEEPALIVE, SHUTDOWN).diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert triage_lines(tmp_path, KEEPALIVE, SHUTDOWN).diagnosis.failure_class is FailureClass.NODE_FAILURE
 
 
 def test_rays_monitor_marking_a_node_dead_outranks_the_get_error_it_raises(tmp_path: Path) -> None:
     # ray-project/ray#3628 (Ray 0.6: the monitor, later the detector, misses the heartbeats)
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "The node with client ID 581656f84659be9bba58da993729644cfb554836 has been marked dead because the monitor has"
         " missed too many heartbeats from it.",
@@ -125,7 +120,7 @@ def test_rays_monitor_marking_a_node_dead_outranks_the_get_error_it_raises(tmp_p
 
 def test_a_cloud_reclaiming_the_machine_is_a_cancellation_and_what_follows_is_its_teardown(tmp_path: Path) -> None:
     # NovaSky-AI/SkyRL#1688: the pods are evicted, then the trainer cannot place its workers any more
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "(autoscaler +44m27s) Instance k-1a5e56fa0001 (node IP: 10.1.140.199) will be terminated soon (reason: "
         "kubernetes-pod-termination).",
@@ -142,7 +137,7 @@ def test_a_cloud_reclaiming_the_machine_is_a_cancellation_and_what_follows_is_it
 
 def test_a_tpu_workers_shutdown_notice_ends_the_run_it_interrupts(tmp_path: Path) -> None:
     # megagonlabs/t5-japanese#1: T5 pre-training on a preemptible TPU, stopped at step 488600
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "I0902 03:33:36.516501 140070334211904 basic_session_run_hooks.py:260] loss = 1.109375, step = 488600 "
         "(45.410 sec)",
@@ -163,13 +158,13 @@ RAY_PREEMPTED = (
 
 
 def test_a_ray_node_that_died_is_a_node_failure_unless_the_cloud_says_it_took_it(tmp_path: Path) -> None:
-    assert _triage(tmp_path, RAY_NODE_DIED).diagnosis.failure_class is FailureClass.NODE_FAILURE
-    assert _triage(tmp_path, RAY_NODE_DIED, RAY_PREEMPTED).diagnosis.failure_class is FailureClass.CANCELLED
+    assert triage_lines(tmp_path, RAY_NODE_DIED).diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert triage_lines(tmp_path, RAY_NODE_DIED, RAY_PREEMPTED).diagnosis.failure_class is FailureClass.CANCELLED
 
 
 def test_ranks_missing_from_init_process_groups_barrier_are_a_collective_timeout(tmp_path: Path) -> None:
     # vllm-project/vllm#1401: one of two ranks never reached init_process_group
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "RuntimeError: Timed out initializing process group in store based barrier on rank: 1, for key: "
         "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
@@ -179,7 +174,7 @@ def test_ranks_missing_from_init_process_groups_barrier_are_a_collective_timeout
 
 def test_rocms_gpu_memory_access_fault_is_the_cuda_illegal_address_of_an_amd_gpu(tmp_path: Path) -> None:
     # ROCmSoftwarePlatform/hiptensorflow#60: ResNet training on CIFAR-10 dies at step 901
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "INFO:tensorflow:loss = 1.00229, step = 901, precision = 0.703125",
         "Memory access fault by GPU node-1 on address 0x1e4000. Reason: Page not present or supervisor privilege.",
@@ -190,7 +185,7 @@ def test_rocms_gpu_memory_access_fault_is_the_cuda_illegal_address_of_an_amd_gpu
 
 def test_an_amd_gpu_hang_reset_by_its_driver_is_gpu_hardware_to_retry(tmp_path: Path) -> None:
     # ROCm/legacy-rocm-build#2533: ROCm on an RX 7900 XT, the sdma ring hangs and the driver resets the GPU
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "Oct  7 12:58:23 Ubuntu-Desktop kernel: [ 2237.944235] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring sdma0 "
         "timeout, signaled seq=16060, emitted seq=16062",

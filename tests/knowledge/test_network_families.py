@@ -8,26 +8,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import triage_lines
+
 from crashcart.knowledge.taxonomy import FailureClass, Role
-
-
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
 
 
 def test_nccl_2_8s_completion_error_without_a_peer_is_the_ib_retry_family(tmp_path: Path) -> None:
     # NVIDIA/nccl#426 (NCCL 2.8.3): the WARN before NCCL named the peer
-    report = _triage(tmp_path, "NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129")
+    report = triage_lines(tmp_path, "NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129")
     assert report.diagnosis.failure_class is FailureClass.NETWORK
     assert report.diagnosis.evidence[0].rule_id == "net.ib.retry_exceeded"
 
 
 def test_a_ucx_endpoint_timeout_is_the_fabric(tmp_path: Path) -> None:
     # rapidsai/ucx-py#131: Dask over UCX on a DGX, the endpoint times out and the transport retries run out
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "[1564069506.097666] [dgx15:34226:0]     ucp_worker.c:505  UCX  ERROR error 'Endpoint timeout' will not be "
         "handled for ep 0x7fb7fd48f120 - rc_mlx5/mlx5_3:1",
@@ -41,12 +36,12 @@ def test_a_ucx_endpoint_timeout_is_the_fabric(tmp_path: Path) -> None:
     resent = (
         "[1710151844.504437] [m051:6032 :0]           ud_ep.c:1433 UCX  DEBUG ep(0x5617c4514aa0): resending completed"
     )
-    assert _triage(tmp_path, resent).diagnosis.failure_class is not FailureClass.NETWORK
+    assert triage_lines(tmp_path, resent).diagnosis.failure_class is not FailureClass.NETWORK
 
 
 def test_open_mpis_openib_retry_exhaustion_is_the_ib_retry_family(tmp_path: Path) -> None:
     # Open MPI users list: handle_wc's line and the help text mpirun prints under it
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "[[1176,1],0][btl_openib_component.c:2905:handle_wc] from tango092.vpac.org to: tango090 error polling LP CQ "
         "with status RETRY EXCEEDED ERROR status number 12 for wr_id 38996224 opcode 0 qp_idx 0",
@@ -59,7 +54,7 @@ def test_open_mpis_openib_retry_exhaustion_is_the_ib_retry_family(tmp_path: Path
 
 def test_libmlx5s_cqe_dump_is_a_fabric_completion_error(tmp_path: Path) -> None:
     # ofiwg/libfabric#4283: an MPI benchmark over verbs;ofi_rxm, libmlx5 dumps the failed CQE
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "524288               2695.39           2672.63           2712.05         100",
         "mlx5: cn10: got completion with error:",
@@ -74,7 +69,7 @@ def test_libmlx5s_cqe_dump_is_a_fabric_completion_error(tmp_path: Path) -> None:
 
 def test_a_tpu_worker_gone_from_grpc_is_a_network_symptom(tmp_path: Path) -> None:
     # tensorflow/tensorflow#46007: the coordinator's RPCs to a TPU v3-8 fail, retried
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "2020-12-28 01:56:05.252251: W    1465 tensorflow/core/distributed_runtime/rpc/grpc_remote_master.cc:160] RPC "
         'failed with status = "Unavailable: Socket closed" and grpc_error_string = "{"created":"@1609120565.252143973"'
@@ -88,7 +83,7 @@ def test_a_tpu_worker_gone_from_grpc_is_a_network_symptom(tmp_path: Path) -> Non
 
 def test_a_store_whose_host_closed_the_socket_is_a_network_symptom(tmp_path: Path) -> None:
     # pytorch/pytorch#153586: a rank waiting on a key when the TCPStore's host shut down
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
         "addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was likely "
@@ -105,18 +100,18 @@ NCCL_2_2X_NOT_FATAL = "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB: send: The err
 
 
 def test_nccl_2_2xs_fatal_async_event_is_the_nic(tmp_path: Path) -> None:
-    report = _triage(tmp_path, NCCL_2_2X_ASYNC_FATAL)
+    report = triage_lines(tmp_path, NCCL_2_2X_ASYNC_FATAL)
     assert report.diagnosis.failure_class is FailureClass.NETWORK
     assert report.diagnosis.evidence[0].rule_id == "net.ib.device_fatal"
 
 
 def test_nccl_2_2xs_resiliency_failing_over_is_not_a_fault(tmp_path: Path) -> None:
-    report = _triage(tmp_path, NCCL_2_2X_NOT_FATAL)
+    report = triage_lines(tmp_path, NCCL_2_2X_NOT_FATAL)
     assert not any(getattr(e, "rule_id", "").startswith("net.ib.") for e in report.events)
 
 
 def test_nccl_2_2xs_completion_with_a_status_name_keeps_the_status_family(tmp_path: Path) -> None:
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB: recv: Got completion with error (devIndex=1, wc->status=(remote "
         "access error)10, wc->opcode=(RDMA_WRITE)0, wc->wr_id=77, wc->qp_num=4522, wc->byte_len=0)",
@@ -127,14 +122,14 @@ def test_nccl_2_2xs_completion_with_a_status_name_keeps_the_status_family(tmp_pa
 
 def test_nccl_2_2xs_verbs_retry_is_not_the_failed_call(tmp_path: Path) -> None:
     # misc/ibvwrap.cc in libnccl.so 2.32.3 retries ibv_modify_qp before its final 'failed with %d %s, %s'
-    retry = _triage(
+    retry = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection "
         "timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.7, "
         "remote GID ::ffff:10.0.0.8, retrying 1/7 after 250 msec of sleep",
     )
     assert not any(getattr(e, "rule_id", "") == "net.ib.verbs_call_failed" for e in retry.events)
-    final = _triage(
+    final = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection "
         "timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.7, "
@@ -145,14 +140,14 @@ def test_nccl_2_2xs_verbs_retry_is_not_the_failed_call(tmp_path: Path) -> None:
 
 def test_nccl_2_2xs_os_socket_layer_failing_to_connect_is_the_network_but_its_retry_is_not(tmp_path: Path) -> None:
     # libnccl.so 2.32.3's connect loop: the source's format strings, values filled in
-    given_up = _triage(
+    given_up = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] NCCL WARN ncclOsSocketPollConnect: connect to 10.0.0.8<41312> returned Connection "
         "timed out, exceeded error retry count after 35 attempts",
     )
     assert given_up.diagnosis.failure_class is FailureClass.NETWORK
     assert given_up.diagnosis.evidence[0].rule_id == "net.socket.nccl_connect_failed"
-    retry = _triage(
+    retry = triage_lines(
         tmp_path,
         "gpu-node-07:1234:1290 [3] NCCL INFO ncclOsSocketPollConnect: connect to 10.0.0.8<41312> returned Connection "
         "refused, retrying (1/34) after sleep for 100 msec",

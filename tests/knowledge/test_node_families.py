@@ -9,20 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcart.api import triage
+from triage_lines import triage_lines
+
 from crashcart.knowledge.taxonomy import FailureClass
-
-
-def _triage(tmp_path: Path, *lines: str):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(lines) + "\n")
-    return triage(path, workers=1)
 
 
 def test_a_pod_whose_node_was_lost_accuses_that_node(tmp_path: Path) -> None:
     # kubectl describe pod of a GKE pod whose node died: the NodeLost status (NodeUnreachablePodMessage,
     # kubernetes/kubernetes:pkg/util/node/node.go)
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "Status:    Terminating (expires Tue, 23 May 2017 15:06:09 +0200)",
         "Reason:    NodeLost",
@@ -34,7 +29,7 @@ def test_a_pod_whose_node_was_lost_accuses_that_node(tmp_path: Path) -> None:
 
 def test_an_rcu_stall_is_a_stuck_host(tmp_path: Path) -> None:
     # cilium/tetragon#328: the RCU stall detector's report and the first lines of its dump
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "[  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:",
         "[  103.087558] rcu: \t1-...!: (0 ticks this GP) idle=cf8/0/0x0 softirq=20/20 fqs=0 ",
@@ -54,17 +49,17 @@ UNKILLABLE = (
 
 
 def test_a_step_slurm_could_not_kill_accuses_its_node_unless_a_cancel_stopped_the_job(tmp_path: Path) -> None:
-    alone = _triage(tmp_path, UNKILLABLE, "[2020-12-14T09:44:58.306] [63532.0] done with job")
+    alone = triage_lines(tmp_path, UNKILLABLE, "[2020-12-14T09:44:58.306] [63532.0] done with job")
     assert alone.diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert alone.diagnosis.faulty_nodes == ["cn106"]
     # after the cancel it is the teardown's: the job was stopped on purpose, whatever the node did then
-    cancelled = _triage(tmp_path, CANCEL, "[2020-12-14T09:43:55.502] [63532.extern] done with job", UNKILLABLE)
+    cancelled = triage_lines(tmp_path, CANCEL, "[2020-12-14T09:43:55.502] [63532.extern] done with job", UNKILLABLE)
     assert cancelled.diagnosis.failure_class is FailureClass.CANCELLED
 
 
 def test_srun_failing_to_launch_on_a_node_accuses_that_node(tmp_path: Path) -> None:
     # aws/aws-parallelcluster#4179: a large job whose step launch times out on some nodes' slurmd
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "srun: error: Task launch for StepId=20.0 failed on node compute-od-gpu-st-p4d-24xlarge-33: Socket timed out"
         " on send/recv operation",
@@ -77,7 +72,7 @@ def test_srun_failing_to_launch_on_a_node_accuses_that_node(tmp_path: Path) -> N
 
 def test_jaxs_lost_task_heartbeat_alone_is_a_node_failure(tmp_path: Path) -> None:
     # jax-ml/jax#23599: the coordination service sets a task to ERROR after its heartbeats stop
-    report = _triage(
+    report = triage_lines(
         tmp_path,
         "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/coordination_service.cc"
         ":1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination service: UNAVAILABLE: Task "
@@ -91,13 +86,13 @@ def test_jaxs_lost_task_heartbeat_alone_is_a_node_failure(tmp_path: Path) -> Non
 def test_rays_node_terminated_unexpectedly_is_a_node_failure_but_its_expected_drain_is_not(tmp_path: Path) -> None:
     # the node's death reason ray 2.60.0's GCS adds to an ActorDiedError (adjacent strings of its gcs_server binary,
     # src/ray/gcs/gcs_actor_manager.cc): the source's format with a reason of the same binary filled in
-    died = _triage(
+    died = triage_lines(
         tmp_path,
         "(TrainController pid=79312) \tthe actor's node was terminated unexpectedly: raylet has lagging heartbeats due "
         "to slow network or busy workload.",
     )
     assert died.diagnosis.failure_class is FailureClass.NODE_FAILURE
-    drained = _triage(
+    drained = triage_lines(
         tmp_path,
         "(TrainController pid=79312) \tthe actor's node was terminated expectedly: DRAIN_NODE_REASON_IDLE_TERMINATION",
     )
@@ -113,14 +108,14 @@ MONITOR_UNKILLABLE = (
 
 
 def test_a_slurm_prolog_failure_is_the_node_it_names_but_an_epilog_failure_is_not(tmp_path: Path) -> None:
-    report = _triage(tmp_path, PROLOG_FAILED)
+    report = triage_lines(tmp_path, PROLOG_FAILED)
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert report.diagnosis.evidence[0].rule_id == "node.slurm_prolog_failed"
     assert report.diagnosis.evidence[0].node == "gpu-node-07"
-    epilog = _triage(tmp_path, EPILOG_FAILED)
+    epilog = triage_lines(tmp_path, EPILOG_FAILED)
     assert not any(getattr(e, "rule_id", "") == "node.slurm_prolog_failed" for e in epilog.events)
 
 
 def test_slurmstepds_unkillable_monitor_is_the_unkillable_step(tmp_path: Path) -> None:
-    report = _triage(tmp_path, MONITOR_UNKILLABLE)
+    report = triage_lines(tmp_path, MONITOR_UNKILLABLE)
     assert report.diagnosis.evidence[0].rule_id == "node.slurm_unkillable_step"
