@@ -36,6 +36,11 @@ class LineRef(Strict):
     time: datetime | None = None
 
 
+def shift_ref(ref: LineRef, offset: int) -> LineRef:
+    """The line `offset` lines further down (a byte range scanned apart is merged back into its file)."""
+    return ref.model_copy(update={"line": ref.line + offset}) if offset else ref
+
+
 class Evidence(LineRef):
     """A log line that supports a diagnosis, with the rule that fired on it."""
 

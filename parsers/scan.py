@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from crashcart.knowledge.errors import ReadError
-from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.records import LineRef, shift_ref
 from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
@@ -284,11 +284,11 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
         structures.append((offset, Structures(part.tracebacks, part.stacks, part.metrics)))
         for h in part.hits:  # the caps again, over the whole file, so the result equals a serial scan's
             if cap.admit(h.rule_id, h.ref.rank, h.role):
-                hits.append(h.model_copy(update={"ref": _shift(h.ref, offset)}))
+                hits.append(h.model_copy(update={"ref": shift_ref(h.ref, offset)}))
             else:
                 dropped += 1
         for t in part.templates:
-            first, last = _shift(t.first, offset), _shift(t.last, offset)
+            first, last = shift_ref(t.first, offset), shift_ref(t.last, offset)
             held = stats.get((t.template_id, t.rank, t.node))
             if held is None:
                 stats[(t.template_id, t.rank, t.node)] = t.model_copy(update={"first": first, "last": last})
@@ -316,10 +316,6 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
         metrics=merged.metrics,
         problem=next((p.problem for p in parts if p.problem), None),
     )
-
-
-def _shift(ref: LineRef, offset: int) -> LineRef:
-    return ref.model_copy(update={"line": ref.line + offset}) if offset else ref
 
 
 def _balance(sources: Sequence[Source], workers: int) -> list[list[Source]]:

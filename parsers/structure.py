@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 import hyperscan
 
-from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.records import LineRef, shift_ref
+from crashcart.parsers.dbcache import cached_database
 from crashcart.parsers.headless import HEADLESS_LINES, headless_start, read_headless
 from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail
 from crashcart.parsers.models import MetricPoint, StackDump, Traceback
@@ -33,7 +34,8 @@ _DATABASES: dict[str, hyperscan.Database] = {}
 
 
 def _database(kind: str) -> hyperscan.Database:
-    """The header patterns, or the progress pattern, as a block-mode database compiled once per process.
+    """The header patterns, or the progress pattern, as a block-mode database: compiled once per machine
+    (parsers/dbcache.py) and loaded once per process.
 
     Hyperscan reports each end offset of a match; run on to the line's end, every progress match of a line ends
     at one offset, so a line with an iteration, a loss and a loss scale costs one callback, not three.
@@ -41,13 +43,18 @@ def _database(kind: str) -> hyperscan.Database:
     db = _DATABASES.get(kind)
     if db is None:
         patterns = list(HEADER_PATTERNS) if kind == "headers" else [PROGRESS_PATTERN + r"[^\n]*$"]
-        db = _DATABASES[kind] = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(
-            expressions=[p.encode() for p in patterns],
-            ids=list(range(len(patterns))),
-            elements=len(patterns),
-            flags=[hyperscan.HS_FLAG_MULTILINE] * len(patterns),
-        )
+        db = _DATABASES[kind] = cached_database(tuple(patterns), lambda: _compile(patterns))
+    return db
+
+
+def _compile(patterns: list[str]) -> hyperscan.Database:
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[p.encode() for p in patterns],
+        ids=list(range(len(patterns))),
+        elements=len(patterns),
+        flags=[hyperscan.HS_FLAG_MULTILINE] * len(patterns),
+    )
     return db
 
 
@@ -204,20 +211,16 @@ def merge_structures(parts: list[tuple[int, Structures]]) -> Structures:
     metrics: list[MetricPoint] = []
     for offset, part in parts:
         tracebacks += [_shift_traceback(t, offset) for t in part.tracebacks]
-        stacks += [s.model_copy(update={"start": _shift(s.start, offset)}) for s in part.stacks]
+        stacks += [s.model_copy(update={"start": shift_ref(s.start, offset)}) for s in part.stacks]
         metrics += [m.model_copy(update={"line": m.line + offset}) for m in part.metrics]
     return Structures(tracebacks[:MAX_TRACEBACKS], stacks[:MAX_STACKS], _last_per_rank(metrics))
-
-
-def _shift(ref: LineRef, offset: int) -> LineRef:
-    return ref.model_copy(update={"line": ref.line + offset}) if offset else ref
 
 
 def _shift_traceback(tb: Traceback, offset: int) -> Traceback:
     if not offset:
         return tb
-    chain = [e.model_copy(update={"ref": _shift(e.ref, offset)}) for e in tb.chain]
-    return tb.model_copy(update={"start": _shift(tb.start, offset), "chain": chain})
+    chain = [e.model_copy(update={"ref": shift_ref(e.ref, offset)}) for e in tb.chain]
+    return tb.model_copy(update={"start": shift_ref(tb.start, offset), "chain": chain})
 
 
 def _last_per_rank(points: list[MetricPoint]) -> list[MetricPoint]:
