@@ -396,9 +396,9 @@ HOSTILE = {
 def test_hostile_10mb_single_lines_stay_linear(name: str) -> None:
     text = HOSTILE[name]
     with _deadline(20):
-        start = time.perf_counter()
+        start = time.process_time()  # this process's CPU time: other load on the machine does not count
         Redactor(hosts=True, ips=True).redact(text)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
     assert elapsed < 15, f"{name}: {elapsed:.1f}s for {len(text) / 1e6:.0f} MB"
 
 
@@ -425,7 +425,7 @@ def test_the_new_passes_stay_linear_on_hostile_10mib_lines(name: str) -> None:
     with _deadline(120):
         for size in (2_621_440, 10_485_760):
             text = unit * (size // len(unit))
-            start = time.perf_counter()
+            start = time.process_time()  # this process's CPU time: other load on the machine does not count
             Redactor(hosts=True, ips=True).redact(text)
-            seconds.append(time.perf_counter() - start)
+            seconds.append(time.process_time() - start)
     assert seconds[1] < 8 * max(seconds[0], 0.05), f"{name}: {seconds[0]:.2f}s for 2.5 MiB, {seconds[1]:.2f}s for 10"
