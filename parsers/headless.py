@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from crashcart.knowledge.records import LineRef
 from crashcart.parsers.headers import has_header
@@ -17,17 +18,19 @@ from crashcart.parsers.models import Traceback
 from crashcart.parsers.printers import Cursor, Printed, printed_lines
 from crashcart.parsers.pytracebacks import finish_exception, read_frames, read_python_link
 from crashcart.parsers.raised import find_exception_line, read_separator
+from crashcart.parsers.richtracebacks import is_box_line, read_cut_box
 
 HEADLESS_LINES = 12  # how far into a file a cut traceback's first frame may sit (after a shell prompt, a note)
 _FRAME = re.compile(r'\s*(?:> )?File "[^"\n]+", line \d+(?:, in .+)?$')
 
 
 def headless_start(lines: Sequence[str]) -> int | None:
-    """The index of the first Python frame line among a file's first lines, when no header came before it."""
+    """The index of the first Python frame line, or line of a rich box's inside, among a file's first lines,
+    when no header came before it."""
     for i, line in enumerate(lines[:HEADLESS_LINES]):
         if has_header(line):
             return None
-        if _FRAME.match(line):
+        if _FRAME.match(line) or is_box_line(line):
             return i
     return None
 
@@ -43,11 +46,15 @@ def read_headless(
     def refs(line: Printed) -> LineRef:
         return make_ref(window[line.idx], first_line + line.idx)
 
-    frames = read_frames(cur)
-    found = find_exception_line(cur) if frames else None
-    if found is None:
-        return None, 1
-    links = finish_exception(cur, refs, cur.lines[cur.pos - 1], found, frames, None)
+    kind: Literal["python", "rich"] = "python" if _FRAME.match(window[0]) else "rich"
+    if kind == "python":
+        frames = read_frames(cur)
+        found = find_exception_line(cur) if frames else None
+        if found is None:
+            return None, 1
+        links = finish_exception(cur, refs, cur.lines[cur.pos - 1], found, frames, None)
+    else:
+        links = read_cut_box(cur, refs)
     chain = list(links.chain)
     while chain and (relation := read_separator(cur)) is not None:
         more = read_python_link(cur, refs, relation)
@@ -56,4 +63,4 @@ def read_headless(
         chain += more.chain
     if not chain:
         return None, 1
-    return Traceback(kind="python", start=refs(view.lines[0]), chain=chain, worker=links.worker), max(cur.end(), 1)
+    return Traceback(kind=kind, start=refs(view.lines[0]), chain=chain, worker=links.worker), max(cur.end(), 1)

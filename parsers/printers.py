@@ -33,7 +33,7 @@ RECORD_START = re.compile(
     r"|\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)\]?[ :|]"
     r"|(?:wandb|srun|slurmstepd|Fatal Python error): |Exception ignored in|Exception in thread "
     r"|[\w.-]+:\d+:\d+ \[\d+\] NCCL "
-    r"|\s*\d{1,3}%\|"
+    r"|\s*\d{1,3}%(?:\||\s+\d+/\d+ \[)"  # tqdm's bar, or its counts where a notebook dropped the bar
 )
 _TIMESTAMP = re.compile(
     r"\[?(?:\d{4}[-/.]\d\d[-/.]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"

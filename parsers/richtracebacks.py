@@ -58,15 +58,48 @@ def read_rich_link(cur: Cursor, refs: Refs, relation: Relation) -> Links:
     return finish_exception(cur, refs, named, found, frames, relation, rejoin_for(width))
 
 
-def _read_box(cur: Cursor, inner: int) -> list[Frame]:
-    """The frames of one box, up to and with its bottom line `╰───╯`."""
+def read_cut_box(cur: Cursor, refs: Refs) -> Links:
+    """A box whose top was cut away (a log that starts inside it): its frames, then the exception under it.
+
+    The excerpt's first line may have lost its `│ ` too. The box's width, which the message's wraps need, is
+    that of its whole lines, as the top line is gone.
+    """
+    width = _box_width(cur)
+    frames = _read_box(cur, width - 4, cut=True)
+    if not frames:
+        return Links([])
+    found = find_exception_line(cur)
+    if found is None:
+        return Links([], unfinished=frames)
+    return finish_exception(cur, refs, cur.lines[cur.pos - 1], found, frames, None, rejoin_for(width))
+
+
+def is_box_line(body: str) -> bool:
+    """A line of a box's inside, or one whose left edge was cut away."""
+    text = body.strip()
+    return text.endswith("│") or (text.startswith("│") and len(text) > 1)
+
+
+def _box_width(cur: Cursor) -> int:
+    widths = []
+    for ahead in range(len(cur.lines) - cur.pos):
+        text = cur.lines[cur.pos + ahead].body.strip()
+        if not is_box_line(text):
+            break
+        if text.startswith("│") and text.endswith("│"):
+            widths.append(len(text))
+    return max(widths, default=RICH_DEFAULT_WIDTH)
+
+
+def _read_box(cur: Cursor, inner: int, *, cut: bool = False) -> list[Frame]:
+    """The frames of one box, up to and with its bottom line `╰───╯` (`cut`: its first line may lack `│`)."""
     frames: list[Frame] = []
     while (line := cur.peek()) is not None:
         text = line.body.strip()
         if text.startswith("╰"):
             cur.take()
             break
-        if not text.startswith("│"):
+        if not text.startswith("│") and not (cut and cur.pos == 0 and text.endswith("│")):
             break  # the box was cut short
         cur.take()
         content = _content(line.body)

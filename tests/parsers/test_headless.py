@@ -55,3 +55,47 @@ def test_frames_deep_in_a_file_are_not_looked_for() -> None:
 
 def test_frames_with_no_exception_after_them_are_no_record() -> None:
     assert read_headless(CUT[:2], 1, make_ref) == (None, 1)
+
+
+# princeton-nlp/MeZO#12: the excerpt starts inside rich's box, its first line without the box's left edge, and
+# Colab's tqdm (no bar drawn) prints right under the exception
+CUT_BOX = [
+    "/content/MeZO/large_models/trainer.py:555 in _inner_training_loop            │",
+    "│                                                                              │",
+    "│   552 │   │   │   │   self.current_flos += float(self.floating_point_ops(inp │",
+    "│   553 │   │   │   │                                                          │",
+    "│   554 │   │   │   │   # Optimizer step for deepspeed must be called on every │",
+    "│ ❱ 555 │   │   │   │   if self.deepspeed:                                     │",
+    "│   556 │   │   │   │   │   self.deepspeed.step()                              │",
+    "╰──────────────────────────────────────────────────────────────────────────────╯",
+    "AttributeError: 'OurTrainer' object has no attribute 'deepspeed'",
+    "  0% 0/625 [00:01<?, ?it/s]",
+]
+
+
+def test_a_rich_box_cut_at_its_top_is_a_traceback_too() -> None:
+    assert headless_start(CUT_BOX) == 0
+    record, used = read_headless(CUT_BOX, 1, make_ref)
+    assert record is not None and record.kind == "rich" and used == 9
+    (exc,) = record.chain
+    assert (exc.exc_type, exc.message, exc.ref.line) == (
+        "AttributeError",
+        "'OurTrainer' object has no attribute 'deepspeed'",
+        9,
+    )
+    assert [(f.file, f.function, f.source) for f in exc.frames] == [
+        ("/content/MeZO/large_models/trainer.py", "_inner_training_loop", "if self.deepspeed:")
+    ]
+
+
+def test_box_lines_with_no_frame_in_them_are_no_record() -> None:
+    # a rich table at the top of a log is box-drawn too, but holds no frame: Lightning's RichModelSummary rows as a
+    # public training log printed them, then an exception line of another log (CUT's)
+    table = [
+        "│ 0 │ model   │ Transformer      │ 56.3 M │",
+        "│ 1 │ loss_fn │ CrossEntropyLoss │      0 │",
+        "└───┴─────────┴──────────────────┴────────┘",
+        CUT[-1],
+    ]
+    assert headless_start(table) == 0
+    assert read_headless(table, 1, make_ref)[0] is None
