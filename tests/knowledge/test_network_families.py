@@ -153,3 +153,26 @@ def test_nccl_2_2xs_os_socket_layer_failing_to_connect_is_the_network_but_its_re
         "refused, retrying (1/34) after sleep for 100 msec",
     )
     assert not any(getattr(e, "rule_id", "") == "net.socket.nccl_connect_failed" for e in retry.events)
+
+
+def test_nccls_connect_with_no_route_to_the_peer_is_the_network(tmp_path: Path) -> None:
+    # sgl-project/sglang#3820: NCCL's bootstrap on node5 cannot reach its peer, then the Python stack unwinds
+    report = triage_lines(
+        tmp_path,
+        "node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No"
+        " route to host) errno 115(Operation now in progress)",
+        "node5:240:240 [6] NCCL INFO misc/socket.cc:570 -> 2",
+        "[2025-02-24 14:09:34 TP14] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1816, in run_scheduler_process',
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.socket.nccl_connect_failed"
+
+
+def test_an_rdma_port_down_is_the_fabric_but_the_same_port_active_is_not(tmp_path: Path) -> None:
+    # ROCm/rccl#1423: `rdma link` while RCCL hung with a port error, then once the port came back
+    down = "link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN physical_state POLLING"
+    assert triage_lines(tmp_path, down).diagnosis.failure_class is FailureClass.NETWORK
+    up = "link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP"
+    assert not any(getattr(e, "rule_id", "") == "net.rdma_link_state_down" for e in triage_lines(tmp_path, up).events)

@@ -119,3 +119,52 @@ def test_a_slurm_prolog_failure_is_the_node_it_names_but_an_epilog_failure_is_no
 def test_slurmstepds_unkillable_monitor_is_the_unkillable_step(tmp_path: Path) -> None:
     report = triage_lines(tmp_path, MONITOR_UNKILLABLE)
     assert report.diagnosis.evidence[0].rule_id == "node.slurm_unkillable_step"
+
+
+def test_sallocs_node_failure_accuses_the_node_it_names(tmp_path: Path) -> None:
+    # nebius/soperator#854: the physical host under worker-1 rebooted during a 4-node allocation
+    report = triage_lines(tmp_path, "0: worker-2", "2: worker-1", "salloc: error: Node failure on worker-1")
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.faulty_nodes == ["worker-1"]
+
+
+def test_a_raylet_terminated_unexpectedly_is_its_node_not_the_segfault_ray_lists_as_a_reason(tmp_path: Path) -> None:
+    # ray-project/ray#29412: the driver's report of a dead raylet, wrapped where the issue wrapped it
+    report = triage_lines(
+        tmp_path,
+        "2022-10-17 14:23:59,720 WARNING worker.py:1839 -- Raylet is terminated: ip=172.29.58.176, "
+        "id=c28cee44b5cd67e730b3a9f729ca772f9bfd3f4b936ae1999d38cf36. Termination is unexpected. Possible reasons "
+        "include: (1) SIGKILL by the user or system",
+        "OOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS, (3) Other termination signals. "
+        "Last 20 lines of the Raylet logs:",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.ray_raylet_died"
+    assert report.diagnosis.faulty_nodes == ["172.29.58.176"]
+    # the same source's graceful form: the raylet was sent SIGTERM
+    graceful = triage_lines(tmp_path, "Raylet is terminated. Termination is graceful.")
+    assert not any(getattr(e, "rule_id", "") == "node.ray_raylet_died" for e in graceful.events)
+
+
+def test_a_kernel_oops_in_the_gpu_driver_is_a_node_failure(tmp_path: Path) -> None:
+    # NVIDIA/gpu-operator#274: the vmcore-dmesg of a GPU node that panicked
+    report = triage_lines(
+        tmp_path,
+        "[ 395.350871] BUG: unable to handle kernel NULL pointer dereference at 00000000000000b1",
+        "[ 395.350973] PGD 5c9846d067 P4D 5c9846d067 PUD 5c9847f067 PMD 0",
+        "[ 395.351068] Oops: 0000 [#1] SMP NOPTI",
+        "[ 395.351681] RIP: 0010:_nv031695rm+0x79/0x940 [nvidia]",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.kernel_oops"
+
+
+def test_rays_task_on_a_dead_node_is_a_node_failure(tmp_path: Path) -> None:
+    # ray-project/ray#58638: the NODE_DIED task error of Ray 2.5x
+    report = triage_lines(
+        tmp_path,
+        "Task failed because the node it was running on is dead or unavailable. Node IP: 127.0.0.1, node ID: "
+        "e55b8ca03ebf3f7418f51533d8d55abeaab75fa9b29e2e6282b47646. This can happen if the node was preempted, had a "
+        "hardware failure, or its raylet crashed unexpectedly.",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
