@@ -2,6 +2,16 @@
 
 Both rank by cosine similarity of fingerprint embeddings (inner products of unit rows). A fingerprint with
 no features embeds to a zero row and is similar to nothing: its search returns [].
+
+Storing is idempotent. An incident without an id gets one derived from its content (fingerprint, class, action,
+provenance.job: `incident_io.content_ids`), so the same failure added twice, `cases add --labels` run twice on a
+set or an export imported twice lands on the same id and is stored once. An incident whose id is already stored
+*as the same incident* is a no-op that returns the stored one, or, when it brings a resolution or a confirmation
+the stored one lacks, completes the stored one in place (same id, created_at and source; nothing already stored
+is overwritten). Why: duplicates would weigh memory's vote as if a failure had been seen twice, and an operator
+who confirms, then adds how it was resolved, means one incident. The rules of `incident_io.place` decide every
+case for both stores, so they behave the same. Records stored under a chosen id (or a random one, as before ids
+were derived) are matched by id only, not to a twin of the same content under another id.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ import numpy as np
 from crashcart.knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
 from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.incident_index import IndexFiles, VectorIndex, catch_up
-from crashcart.knowledge.incident_io import new_id, read_jsonl, sort_time, write_jsonl
+from crashcart.knowledge.incident_io import place, read_jsonl, sort_time, write_jsonl
 from crashcart.knowledge.incidents import Fingerprint, Incident
 from crashcart.knowledge.sqlite_db import SqliteStore, read_transaction
 
@@ -29,14 +39,21 @@ class IncidentStore(Protocol):
     """What triage, the CLI and the bot need from an incident memory."""
 
     def add(self, incident: Incident) -> Incident:
-        """Store one incident; an empty id gets a fresh one; an id already stored raises ValueError."""
+        """Store one incident and return it as stored. An empty id gets its content id; an id already stored as
+        the same incident returns the stored one (completed with a resolution/confirmation it lacked); an id
+        already stored as another incident raises ValueError."""
         ...
 
     def add_many(self, incidents: Iterable[Incident]) -> list[Incident]:
-        """Store several in one transaction: all or none."""
+        """Store several in one transaction, all or none; one stored incident per input, in order (the same
+        incident twice in the batch is stored once)."""
         ...
 
     def get(self, id: str) -> Incident | None: ...
+
+    def ids_with_prefix(self, prefix: str, limit: int = 20) -> builtins.list[str]:
+        """The stored ids that start with prefix, sorted, at most limit of them ([] for an empty prefix)."""
+        ...
 
     def remove(self, id: str) -> bool: ...
 
@@ -53,7 +70,10 @@ class IncidentStore(Protocol):
     def export_jsonl(self, fh: IO[str]) -> int: ...
 
     def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
-        """Add every incident of a JSONL stream; ids kept unless taken (then renewed); returns how many."""
+        """Add every incident of a JSONL stream, all or none; returns how many were new to the store.
+
+        Ids are kept; one already stored as the same incident is not added again (its resolution/confirmation
+        may complete the stored one), one taken by another incident is renewed to the content id."""
         ...
 
     def close(self) -> None: ...
@@ -71,25 +91,39 @@ class MemoryIncidentStore:
         return self.add_many([incident])[0]
 
     def add_many(self, incidents: Iterable[Incident]) -> list[Incident]:
-        return self._insert(list(incidents), renew_on_clash=False)
+        return self._insert(list(incidents), renew_on_clash=False)[0]
 
-    def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> list[Incident]:
+    def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> tuple[list[Incident], int]:
+        """(one stored incident per input, how many were new): staged first, so a clash changes nothing."""
         vectors = self.embedder.embed([i.fingerprint.text() for i in incidents])
         staged: dict[str, tuple[int, Incident, np.ndarray]] = {}
+
+        def lookup(id: str) -> Incident | None:
+            item = staged.get(id) or self._items.get(id)
+            return item[1] if item else None
+
+        ids, seq, added = [], self._seq, 0
         for incident, vector in zip(incidents, vectors, strict=True):
-            taken = incident.id in self._items or incident.id in staged
-            if incident.id and taken and not renew_on_clash:
+            outcome, incident = place(incident, lookup, renew_on_clash)
+            if outcome == "clash":
                 raise ValueError(f"incident {incident.id} is already in the store: remove it or add it without id")
-            if not incident.id or taken:
-                incident = incident.model_copy(update={"id": new_id()})
-            self._seq += 1
-            staged[incident.id] = (self._seq, incident, vector)
+            if outcome == "insert":
+                seq, added = seq + 1, added + 1
+                staged[incident.id] = (seq, incident, vector)
+            elif outcome == "update":  # same place in the insertion order, same vector (same fingerprint)
+                old_seq, _, old_vector = staged.get(incident.id) or self._items[incident.id]
+                staged[incident.id] = (old_seq, incident, old_vector)
+            ids.append(incident.id)
         self._items.update(staged)
-        return [item[1] for item in staged.values()]
+        self._seq = seq
+        return [self._items[i][1] for i in ids], added
 
     def get(self, id: str) -> Incident | None:
         item = self._items.get(id)
         return item[1] if item else None
+
+    def ids_with_prefix(self, prefix: str, limit: int = 20) -> builtins.list[str]:
+        return sorted(i for i in self._items if prefix and i.startswith(prefix))[:limit]
 
     def remove(self, id: str) -> bool:
         return self._items.pop(id, None) is not None
@@ -119,7 +153,7 @@ class MemoryIncidentStore:
         return write_jsonl((inc for _, inc, _ in sorted(self._items.values(), key=lambda s: s[0])), fh)
 
     def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
-        return len(self._insert(read_jsonl(fh, source), renew_on_clash=True))
+        return self._insert(read_jsonl(fh, source), renew_on_clash=True)[1]
 
     def close(self) -> None:
         """Nothing to release; here so both stores can be used the same way."""
@@ -139,6 +173,7 @@ _SCHEMA = [
     "CREATE INDEX IF NOT EXISTS incidents_class ON incidents (failure_class, created_at)",
 ]
 _INSERT = "INSERT INTO incidents (id, created_at, failure_class, body, vector) VALUES (?, ?, ?, ?, ?)"
+_UPDATE_BODY = "UPDATE incidents SET body = ? WHERE id = ?"  # a completed incident: same fingerprint, same vector
 _BUMP = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
 _MARK_REBUILD = (
     "UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'generation') WHERE key = 'rebuild_generation'"
@@ -241,51 +276,75 @@ class SqliteIncidentStore(SqliteStore):
     # -- the protocol --------------------------------------------------------------------------------------
 
     def add(self, incident: Incident) -> Incident:
-        return self._insert([incident], renew_on_clash=False)[0]
+        return self._insert([incident], renew_on_clash=False)[0][0]
 
     def add_many(self, incidents: Iterable[Incident]) -> list[Incident]:
-        return self._insert(list(incidents), renew_on_clash=False)
+        return self._insert(list(incidents), renew_on_clash=False)[0]
 
-    def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> list[Incident]:
+    def _insert(self, incidents: list[Incident], renew_on_clash: bool) -> tuple[list[Incident], int]:
+        """(one stored incident per input, how many were new), in one write transaction: a clash rolls back all.
+
+        The lookups run inside the transaction (BEGIN IMMEDIATE), so two processes adding the same incident at
+        once still store it once: the second sees the first's row."""
         vectors = (
             self.embedder.embed([i.fingerprint.text() for i in incidents])
             if incidents
             else np.zeros((0, self.embedder.dim), np.float32)
         )
-        stored: list[Incident] = []
+        final: dict[str, Incident] = {}
+        ids: list[str] = []
+        added = 0
         with self._write() as db:
             self._check_embedder(db)
-            for incident, vector in zip(incidents, vectors, strict=True):
-                stored.append(self._insert_one(db, incident, _blob(vector), renew_on_clash))
-            if stored:
-                db.execute(_BUMP)
-        return stored
 
-    def _insert_one(self, db: sqlite3.Connection, incident: Incident, blob: bytes, renew: bool) -> Incident:
-        if not incident.id:
-            incident = incident.model_copy(update={"id": new_id()})
-        while True:
-            row = (
-                incident.id,
-                sort_time(incident.provenance.created_at),
-                incident.failure_class.value,
-                incident.model_dump_json(),
-                blob,
-            )
-            try:
-                db.execute(_INSERT, row)
-                return incident
-            except sqlite3.IntegrityError as exc:  # the id is taken: the only constraint a full row can break
-                if not renew:
+            def lookup(id: str) -> Incident | None:
+                if id in final:
+                    return final[id]
+                row = db.execute("SELECT body FROM incidents WHERE id = ?", (id,)).fetchone()
+                return Incident.model_validate_json(row[0]) if row else None
+
+            for incident, vector in zip(incidents, vectors, strict=True):
+                outcome, incident = place(incident, lookup, renew_on_clash)
+                if outcome == "clash":
                     raise ValueError(
                         f"incident {incident.id} is already in {self.path}: remove it first or add it without id"
-                    ) from exc
-                incident = incident.model_copy(update={"id": new_id()})
+                    )
+                if outcome == "insert":
+                    row = (
+                        incident.id,
+                        sort_time(incident.provenance.created_at),
+                        incident.failure_class.value,
+                        incident.model_dump_json(),
+                        _blob(vector),
+                    )
+                    db.execute(_INSERT, row)
+                    added += 1
+                elif outcome == "update":
+                    db.execute(_UPDATE_BODY, (incident.model_dump_json(), incident.id))
+                final[incident.id] = incident
+                ids.append(incident.id)
+            if added:  # an update leaves rows and vectors as they were: the index stays current
+                db.execute(_BUMP)
+        return [final[i] for i in ids], added
 
     def get(self, id: str) -> Incident | None:
         with self._lock:
             row = self._conn.execute("SELECT body FROM incidents WHERE id = ?", (id,)).fetchone()
         return Incident.model_validate_json(row[0]) if row else None
+
+    def ids_with_prefix(self, prefix: str, limit: int = 20) -> builtins.list[str]:
+        if not prefix:
+            return []
+        # A range over the UNIQUE index on id (LIKE would scan and treat _ and % as wildcards); ids sort as
+        # their UTF-8 bytes, so the range ends at the prefix with its last character bumped.
+        if prefix[-1] == chr(0x10FFFF):
+            sql, args = "SELECT id FROM incidents WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?", (len(prefix), prefix)
+        else:
+            upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            sql, args = "SELECT id FROM incidents WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (prefix, upper)
+        with self._lock:
+            rows = self._conn.execute(sql, (*args, limit)).fetchall()
+        return [i for (i,) in rows]
 
     def remove(self, id: str) -> bool:
         with self._write() as db:
@@ -334,7 +393,7 @@ class SqliteIncidentStore(SqliteStore):
         return n
 
     def import_jsonl(self, fh: IO[str], source: str = "import") -> int:
-        return len(self._insert(read_jsonl(fh, source), renew_on_clash=True))
+        return self._insert(read_jsonl(fh, source), renew_on_clash=True)[1]
 
     # -- the index -----------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from itertools import islice
 from pathlib import Path
 
 import faiss
@@ -19,6 +20,7 @@ import pytest
 
 from crashcart.knowledge.embeddings import HashingEmbedder
 from crashcart.knowledge.errors import KnowledgeError
+from crashcart.knowledge.incident_io import content_ids
 from crashcart.knowledge.incident_store import IncidentStore, MemoryIncidentStore, SqliteIncidentStore
 from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance
 from crashcart.knowledge.taxonomy import Action, FailureClass
@@ -78,7 +80,7 @@ def test_both_stores_satisfy_the_protocol(store: IncidentStore) -> None:
 
 
 def test_add_assigns_fresh_ids_and_keeps_given_ones(store: IncidentStore) -> None:
-    a, b = store.add(incident()), store.add(incident())
+    a, b = store.add(incident()), store.add(incident(minutes=1))  # distinct incidents (another job): distinct ids
     assert a.id.startswith("inc-") and len(a.id) == 16 and int(a.id[4:], 16) >= 0
     assert a.id != b.id
     assert store.add(incident(id="inc-chosen")).id == "inc-chosen"
@@ -89,8 +91,8 @@ def test_re_adding_an_id_raises_and_add_many_is_all_or_nothing(store: IncidentSt
     kept = store.add(incident(id="inc-one"))
     with pytest.raises(ValueError, match="inc-one is already in"):
         store.add(incident(FailureClass.STORAGE, id="inc-one"))
-    with pytest.raises(ValueError, match="inc-one"):
-        store.add_many([incident(id="inc-two"), incident(id="inc-one")])
+    with pytest.raises(ValueError, match="inc-one"):  # another incident under a taken id, inside a batch
+        store.add_many([incident(id="inc-two"), incident(FailureClass.GPU_OOM, id="inc-one")])
     assert store.count() == 1 and store.get("inc-two") is None and store.get("inc-one") == kept
     assert [i.id for i in store.add_many([incident(id="inc-two"), incident()])][0] == "inc-two"
     assert store.count() == 3
@@ -154,12 +156,13 @@ def test_export_import_round_trip_into_a_fresh_store_keeps_everything(store: Inc
 
 def test_import_renews_clashing_ids_and_sets_the_source(store: IncidentStore) -> None:
     original = store.add(incident(id="inc-aaaaaaaaaaaa"))
-    buf = io.StringIO()
-    store.export_jsonl(buf)
-    assert store.import_jsonl(io.StringIO(buf.getvalue() + "\n" + buf.getvalue()), source="evalset") == 2
-    assert store.count() == 3 and store.get(original.id) == original
-    copies = [i for i in store.list() if i.id != original.id]
-    assert len({i.id for i in copies}) == 2 and {i.provenance.source for i in copies} == {"evalset"}
+    foreign = incident(FailureClass.STORAGE, id="inc-aaaaaaaaaaaa")  # another team's incident under the same id
+    export = foreign.model_dump_json() + "\n"
+    assert store.import_jsonl(io.StringIO(export + "\n" + export), source="evalset") == 1  # twice: stored once
+    assert store.count() == 2 and store.get(original.id) == original
+    (copy,) = [i for i in store.list() if i.id != original.id]
+    assert copy.id == next(content_ids(foreign)) and copy.provenance.source == "evalset"
+    assert store.import_jsonl(io.StringIO(export), source="evalset") == 0 and store.count() == 2
 
 
 def test_import_of_a_bad_line_names_the_line_and_adds_nothing(store: IncidentStore) -> None:
@@ -170,6 +173,87 @@ def test_import_of_a_bad_line_names_the_line_and_adds_nothing(store: IncidentSto
     with pytest.raises(KnowledgeError, match=":1: not an incident record"):
         store.import_jsonl(io.StringIO("{not json\n"))
     assert store.count() == 0
+
+
+# -- idempotence: the same incident is stored once, under the same id (issue 11) ----------------------------------
+
+
+def test_the_same_incident_added_twice_is_stored_once_under_its_content_id(store: IncidentStore) -> None:
+    first = store.add(incident())
+    assert first.id == next(content_ids(incident()))  # the id is a digest of the content, in every store
+    assert store.add(incident()) == first and store.count() == 1
+    twice = store.add_many([incident(FailureClass.STORAGE), incident(FailureClass.STORAGE), incident()])
+    assert twice[0] == twice[1] and twice[2] == first and store.count() == 2
+    assert [i.id for i, _ in store.search(first.fingerprint, k=5)].count(first.id) == 1
+
+
+def test_the_content_id_ignores_when_and_who_but_not_what_or_which_job() -> None:
+    base = incident()
+    same = base.model_copy(
+        update={
+            "resolution": "reseated the cable",
+            "provenance": Provenance(job=base.provenance.job, created_at=T0 + timedelta(days=3), confirmed_by="bob"),
+        }
+    )
+    assert next(content_ids(same)) == next(content_ids(base))
+    others = [
+        incident(extra="NCCL WARN Abort"),  # another fingerprint
+        base.model_copy(update={"action": Action.DRAIN_NODE_AND_RETRY}),
+        base.model_copy(update={"failure_class": FailureClass.NODE_FAILURE}),
+        base.model_copy(update={"provenance": Provenance(job="another-job", created_at=T0)}),
+    ]
+    assert len({next(content_ids(i)) for i in [base, *others]}) == 5
+
+
+def test_a_second_record_completes_the_stored_one_and_never_overwrites_it(store: IncidentStore) -> None:
+    first = store.add(incident())
+    later = incident().model_copy(update={"resolution": "reseated the HCA cable"})
+    later.provenance.confirmed_by, later.provenance.created_at = "alice", T0 + timedelta(days=1)
+    done = store.add(later)
+    assert (done.id, done.resolution, done.provenance.confirmed_by) == (first.id, "reseated the HCA cable", "alice")
+    assert done.provenance.created_at == first.provenance.created_at and store.count() == 1
+    assert store.get(first.id) == done and store.search(first.fingerprint, k=1)[0][0] == done
+    other = incident().model_copy(update={"resolution": "rebooted the switch"})
+    other.provenance.confirmed_by = "bob"
+    assert store.add(other) == done  # what is stored stands
+    assert store.list() == [done]
+
+
+def test_importing_the_same_export_twice_adds_nothing_the_second_time(store: IncidentStore, tmp_path: Path) -> None:
+    store.add_many([incident(cls, minutes=i) for i, cls in enumerate(FAMILIES)])
+    buf = io.StringIO()
+    store.export_jsonl(buf)
+    assert store.import_jsonl(io.StringIO(buf.getvalue())) == 0 and store.count() == 3  # its own export
+    other = fresh_like(store, tmp_path)
+    assert other.import_jsonl(io.StringIO(buf.getvalue())) == 3
+    assert other.import_jsonl(io.StringIO(buf.getvalue())) == 0 and other.count() == 3
+    assert {i.id for i in other.list()} == {i.id for i in store.list()}
+    other.close()
+
+
+def test_an_incident_whose_content_id_is_taken_takes_the_next_one_every_time(store: IncidentStore) -> None:
+    taken = next(content_ids(incident()))
+    squatter = store.add(incident(FailureClass.STORAGE, id=taken))  # another incident chose that very id
+    placed = store.add(incident())
+    assert placed.id == list(islice(content_ids(incident()), 2))[1] != squatter.id
+    assert store.add(incident()) == placed and store.count() == 2
+
+
+def test_ids_with_prefix(store: IncidentStore) -> None:
+    for id in ("inc-ab12", "inc-ab34", "inc-cd56", "inc-ab_x"):
+        store.add(incident(id=id, minutes=len(store.ids_with_prefix("inc-"))))
+    assert store.ids_with_prefix("inc-ab") == ["inc-ab12", "inc-ab34", "inc-ab_x"]
+    assert store.ids_with_prefix("inc-ab", limit=2) == ["inc-ab12", "inc-ab34"]
+    assert store.ids_with_prefix("inc-cd56") == ["inc-cd56"]
+    assert store.ids_with_prefix("inc-a_") == [] and store.ids_with_prefix("") == []
+    assert store.ids_with_prefix("inc-zz") == [] and store.ids_with_prefix("\U0010ffff") == []
+
+
+def test_the_same_incident_added_by_two_stores_on_one_file_is_stored_once(tmp_path: Path) -> None:
+    with SqliteIncidentStore(tmp_path / "m.db") as a, SqliteIncidentStore(tmp_path / "m.db") as b:
+        assert a.add(incident()) == b.add(incident()) and a.count() == 1
+    with SqliteIncidentStore(tmp_path / "m.db") as s:
+        assert s.add(incident()).id == next(content_ids(incident())) and s.count() == 1
 
 
 # -- SQLite: persistence, versions, embedders --------------------------------------------------------------------
