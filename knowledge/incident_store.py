@@ -337,6 +337,7 @@ class SqliteIncidentStore(SqliteStore):
             return []
         # A range over the UNIQUE index on id (LIKE would scan and treat _ and % as wildcards); ids sort as
         # their UTF-8 bytes, so the range ends at the prefix with its last character bumped.
+        args: tuple[int | str, ...]
         if prefix[-1] == chr(0x10FFFF):
             sql, args = "SELECT id FROM incidents WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?", (len(prefix), prefix)
         else:
