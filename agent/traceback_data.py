@@ -1,9 +1,13 @@
 """Traceback rules about reading training data.
 
 An exception raised while a record is read or decoded (DataLoader workers, image decoders, dataset, JSON and
-Arrow readers) is the data's, except tensor-storage misuse in collate/getitem, which is the code's. A text
-decode error is the data's (a file not in the encoding its reader expects), unless a deserialiser read it: a
-pickle's first byte failing as UTF-8 under pickle.load means the file was opened in text mode, a code bug.
+Arrow readers) is the data's, except tensor-storage misuse in collate/getitem, which is the code's. Stacking
+tensors of unequal size is the code's in a collate function (samples of different sizes need padding or a
+resize), the data's inside a dataset's __getitem__ (one sample's own records disagree) or when the shapes differ
+in rank (a grey-scale or RGBA image, a colour mask, among the others). A number that does not parse, raised
+while numpy, pandas or scikit-learn convert a table, is a malformed record. A text decode error is the data's (a
+file not in the encoding its reader expects), unless a deserialiser read it: a pickle's first byte failing as
+UTF-8 under pickle.load means the file was opened in text mode, a code bug.
 """
 
 from __future__ import annotations
@@ -19,10 +23,19 @@ _WORKER_RERAISE = re.compile(r"^Caught (\S+) in DataLoader worker process \d+")
 _DATA_PACKAGES = frozenset(
     {"PIL", "cv2", "imageio", "pyarrow", "webdataset", "datasets", "decord", "soundfile", "librosa", "av", "lmdb"}
 )
-_COLLATE_BUG = re.compile(
-    r"stack expects each tensor to be equal size|resize storage|storage that is not resizable"
-    r"|batch must contain tensors"
+_COLLATE_BUG = re.compile(r"resize storage|storage that is not resizable|batch must contain tensors")
+# torch.stack's check (aten): "stack expects each tensor to be equal size, but got [4, 144, 112] at entry 0 and
+# [4, 136, 120] at entry 3".
+_STACK_SIZES = re.compile(
+    r"stack expects each tensor to be equal size, but got \[([^\]]*)\] at entry \d+ and \[([^\]]*)\]"
 )
+# A value of a table that does not parse as a number, in numpy's, CPython's and pandas' words.
+_NOT_A_NUMBER = re.compile(
+    r"could not convert string to float|invalid literal for (?:int\(\) with base \d+|float\(\))"
+    r"|Unable to parse string \""
+)
+# Libraries that turn a table of records into numbers: a value that does not parse there is in the data.
+_TABLE_PACKAGES = frozenset({"numpy", "pandas", "sklearn"})
 # Readers of binary formats that, handed a text-mode file, see its bytes decoded as text.
 _DESERIALISER = re.compile(r"\b(?:pickle|cPickle|torch|np|numpy|joblib|dill)\.loads?\(")
 
@@ -42,14 +55,37 @@ def _is_data_frame(frame: Frame) -> bool:
 
 
 def data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """Exceptions while reading a record are the data's, except tensor-storage misuse in collate/getitem."""
+    """Exceptions while reading a record are the data's, except tensor-storage misuse in collate/getitem and
+    stacking samples of different sizes in a collate function."""
+    if _table_value(exc):
+        return Finding("malformed_value", FailureClass.DATA_ERROR, LIKELY, "a value of the data is not a number")
     reading = tb.worker is not None or is_worker_reraise(exc) or any(map(_is_data_frame, exc.frames))
     if not reading and not _raised_by_library_dataset(exc):
         return None
-    in_collate = any(path(f).endswith("collate.py") for f in exc.frames)
+    in_collate = any(_collates(f) for f in exc.frames)
     if _COLLATE_BUG.search(exc.message) or (in_collate and short_type(exc) == "TypeError"):
         return Finding("collate_bug", FailureClass.CODE_BUG, OWN_CODE, "tensor storage misused in collate/getitem")
+    stacked = _STACK_SIZES.search(exc.message)
+    if stacked and in_collate and _rank(stacked.group(1)) == _rank(stacked.group(2)):
+        return Finding("collate_bug", FailureClass.CODE_BUG, OWN_CODE, "samples of different sizes stacked in collate")
     return Finding("data_loading", FailureClass.DATA_ERROR, LIKELY, "raised while reading data")
+
+
+def _collates(frame: Frame) -> bool:
+    """torch's collate.py, or a collate function of the project's (the DataLoader's collate_fn)."""
+    return path(frame).endswith("collate.py") or "collate" in (frame.function or "").lower()
+
+
+def _rank(shape: str) -> int:
+    return len([d for d in shape.split(",") if d.strip()])
+
+
+def _table_value(exc: RaisedException) -> bool:
+    """A ValueError about a value that is not a number, raised where numpy/pandas/scikit-learn convert data."""
+    if short_type(exc) != "ValueError" or not _NOT_A_NUMBER.search(exc.message):
+        return False
+    raised = raiser(exc.frames)
+    return raised is not None and raised.package in _TABLE_PACKAGES
 
 
 def _raised_by_library_dataset(exc: RaisedException) -> bool:

@@ -1,5 +1,7 @@
 """The traceback rules about reading training data, on real tracebacks: a text decode error is the data's unless a
-deserialiser read a binary file through a text handle (the code's)."""
+deserialiser read a binary file through a text handle (the code's); tensors of unequal size are the code's when a
+collate function stacks samples of one rank, the data's inside a dataset's __getitem__ or when a sample's rank
+differs; a value numpy/pandas/scikit-learn cannot read as a number is the data's."""
 
 from __future__ import annotations
 
@@ -89,6 +91,77 @@ RuntimeError: stack expects each tensor to be equal size, but got [24, 32, 64] a
 """,  # noqa: E501
         FailureClass.CODE_BUG,
         "traceback.collate_bug",
+    ),
+    (
+        "hollowstrawberry/kohya-colab#185",  # cached latents of different sizes in one bucket: the dataset's images
+        """
+RuntimeError: Caught RuntimeError in DataLoader worker process 2.
+Original Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/worker.py", line 308, in _worker_loop
+    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]
+  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/fetch.py", line 51, in fetch
+    data = [self.dataset[idx] for idx in possibly_batched_index]
+  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/fetch.py", line 51, in <listcomp>
+    data = [self.dataset[idx] for idx in possibly_batched_index]
+  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/dataset.py", line 348, in __getitem__
+    return self.datasets[dataset_idx][sample_idx]
+  File "/content/kohya-trainer/library/train_util.py", line 1189, in __getitem__
+    example["latents"] = torch.stack(latents_list) if latents_list[0] is not None else None
+RuntimeError: stack expects each tensor to be equal size, but got [4, 144, 112] at entry 0 and [4, 136, 120] at entry 3
+""",  # noqa: E501
+        FailureClass.DATA_ERROR,
+        "traceback.data_loading",
+    ),
+    (
+        "VainF/DeepLabV3Plus-Pytorch#114",  # one label mask saved in colour among the class-index masks
+        r"""
+RuntimeError: Caught RuntimeError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "C:*\torch\utils\data\_utils\worker.py", line 308, in _worker_loop
+    data = fetcher.fetch(index)
+  File "C:*\torch\utils\data\_utils\fetch.py", line 54, in fetch
+    return self.collate_fn(data)
+  File "C:*\torch\utils\data\_utils\collate.py", line 265, in default_collate
+    return collate(batch, collate_fn_map=default_collate_fn_map)
+RuntimeError: stack expects each tensor to be equal size, but got [768, 768] at entry 0 and [768, 768, 3] at entry 1
+""",
+        FailureClass.DATA_ERROR,
+        "traceback.data_loading",
+    ),
+    (
+        "Suanmd/TR-MISR#7",  # the project's collate function stacks frames of different sizes, as in #3
+        """
+RuntimeError: Caught RuntimeError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "/home/uzma/.local/lib/python3.6/site-packages/torch/utils/data/_utils/worker.py", line 287, in _worker_loop
+    data = fetcher.fetch(index)
+  File "/home/uzma/.local/lib/python3.6/site-packages/torch/utils/data/_utils/fetch.py", line 52, in fetch
+    return self.collate_fn(data)
+  File "/home/uzma/TR-MISR/src/utils.py", line 65, in __call__
+    return self.collateFunction(batch)
+  File "/home/uzma/TR-MISR/src/utils.py", line 114, in collateFunction
+    padded_lr_batch = torch.stack(lr_batch, dim=0)
+RuntimeError: stack expects each tensor to be equal size, but got [24, 32, 32] at entry 0 and [24, 32, 64] at entry 1
+""",
+        FailureClass.CODE_BUG,
+        "traceback.collate_bug",
+    ),
+    (
+        "DavidJBianco/Clearcut#2",  # a user-agent string in a column the model reads as numbers
+        """
+#Traceback (most recent call last):
+  File "./train_flows_rf.py", line 125, in <module>
+    clf.fit(train.drop('class', axis=1), y)
+  File "/usr/local/lib/python2.7/dist-packages/sklearn/ensemble/forest.py", line 250, in fit
+    X = check_array(X, accept_sparse="csc", dtype=DTYPE)
+  File "/usr/local/lib/python2.7/dist-packages/sklearn/utils/validation.py", line 527, in check_array
+    array = np.asarray(array, dtype=dtype, order=order)
+  File "/usr/local/lib/python2.7/dist-packages/numpy/core/numeric.py", line 538, in asarray
+    return array(a, dtype, copy=False, order=order)
+ValueError: could not convert string to float: Mozilla/5.0 (Windows NT 10.0; WOW64; rv:54.0) Gecko/20100101 Firefox/54.0
+""",
+        FailureClass.DATA_ERROR,
+        "traceback.malformed_value",
     ),
 ]
 

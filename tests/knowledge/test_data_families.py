@@ -183,6 +183,79 @@ CASES = [
         ],
         DATA,
     ),
+    (  # webdataset/webdataset#32: an older webdataset, whose samples list no __url__, on shards never closed
+        "webdataset_sample_missing_field_without_url",
+        [
+            '    raise ValueError(f"didn\'t find {keys} in {list(a.keys())}")',
+            "ValueError: didn't find ['y.txt'] in ['__key__', 'x.pyd']",
+        ],
+        DATA,
+    ),
+    (  # flashlight/wav2letter#241: every loader thread fails to open its audio sample, glog's fatal lines
+        "wav2letter_sndfile_cannot_open",
+        [
+            "F0319 22:54:32.525249 15292 Sound.cpp:62] sndfile: unknown format or could not open file -"
+            " /home/zd/w2l/data/train-clean-100/000000000.flac18",
+            "F0319 22:54:32.525315 15300 Sound.cpp:62] sndfile: unknown format or could not open file -"
+            " /home/zd/w2l/data/train-clean-100/000004758.flac0",
+            "*** Check failure stack trace: ***",
+            "    @     0x7f85844abe21  google::LogMessage::SendToLog()",
+            "    @     0x7f85844a979d  google::LogMessage::Flush()",
+        ],
+        DATA,
+    ),
+    (  # multimodal-art-projection/OmniBench#7: a collapsed mp3 of the dataset, opened from bytes (no file name)
+        "soundfile_file_object_not_recognised",
+        ["*** soundfile.LibsndfileError: Error opening <_io.BytesIO object at 0x7f47d36310d0>: Format not recognised."],
+        DATA,
+    ),
+    (  # carlini/nn_robust_attacks#51: the MNIST .gz is an HTML page, under the standard library's gzip frames
+        "gzip_file_is_an_html_page",
+        [
+            '  File "/users/btech/ananyag/Desktop/ugp/nn_robust_attacks/setup_mnist.py", line 23, in extract_data',
+            "    bytestream.read(16)",
+            '  File "/usr/lib/python3.8/gzip.py", line 427, in _read_gzip_header',
+            "    raise BadGzipFile('Not a gzipped file (%r)' % magic)",
+            "gzip.BadGzipFile: Not a gzipped file (b'<!')",
+        ],
+        DATA,
+    ),
+    (  # henzler/neuralmaterial#3: torchvision.io cannot decode images that were not fully downloaded
+        "torchvision_unsupported_image",
+        [
+            '  File "/home/galem/anaconda3/envs/neuralmaterial/lib/python3.8/site-packages/torchvision/io/image.py",'
+            " line 211, in decode_image",
+            "    output = torch.ops.image.decode_image(input)",
+            "RuntimeError: Unsupported image file. Only jpeg and png are currently supported.",
+        ],
+        DATA,
+    ),
+    (  # AstarLight/Lets_OCR#73: crnn's lmdb loader skips image after image until the workers exit
+        "crnn_corrupted_images",
+        [
+            "Corrupted image for 5362",
+            "    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'.format(pids_str))",
+            "RuntimeError: DataLoader worker (pid(s) 128326) exited unexpectedly",
+            "Corrupted image for 5181",
+            "Corrupted image for 6898",
+        ],
+        DATA,
+    ),
+    (  # DavidJBianco/Clearcut#2: a user-agent string in a column scikit-learn reads as numbers
+        "table_value_not_a_number",
+        [
+            "#Traceback (most recent call last):",
+            '  File "./train_flows_rf.py", line 125, in <module>',
+            "    clf.fit(train.drop('class', axis=1), y)",
+            '  File "/usr/local/lib/python2.7/dist-packages/sklearn/utils/validation.py", line 527, in check_array',
+            "    array = np.asarray(array, dtype=dtype, order=order)",
+            '  File "/usr/local/lib/python2.7/dist-packages/numpy/core/numeric.py", line 538, in asarray',
+            "    return array(a, dtype, copy=False, order=order)",
+            "ValueError: could not convert string to float: Mozilla/5.0 (Windows NT 10.0; WOW64; rv:54.0)"
+            " Gecko/20100101 Firefox/54.0",
+        ],
+        DATA,
+    ),
 ]
 
 
