@@ -168,3 +168,20 @@ def test_rays_task_on_a_dead_node_is_a_node_failure(tmp_path: Path) -> None:
         "hardware failure, or its raylet crashed unexpectedly.",
     )
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+
+
+def test_ssh_through_a_jump_host_to_a_node_that_is_gone_is_a_lost_host_but_a_refused_forward_is_not(
+    tmp_path: Path,
+) -> None:
+    # illinois-scicomp/machine-shop-maintenance#66: a host that did not come back from a reboot, reached via a jump host
+    gone = triage_lines(
+        tmp_path,
+        "channel 0: open failed: connect failed: No route to host",
+        "stdio forwarding failed",
+        "kex_exchange_identification: Connection closed by remote host",
+    )
+    assert gone.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert gone.diagnosis.evidence[0].rule_id == "node.host_unreachable"
+    # ssh's format for a forwarded port with no listener (channels.c): the host answered
+    refused = triage_lines(tmp_path, "channel 2: open failed: connect failed: Connection refused")
+    assert not any(getattr(e, "rule_id", "") == "node.host_unreachable" for e in refused.events)
