@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +29,17 @@ MemoryOpt = Annotated[
 ]
 
 
+class ListFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class NoSuchIncident(InputError):
+    """No stored incident has that id or id prefix: exit 1, like grep finding nothing (a bad store path is 2)."""
+
+    exit_code = 1
+
+
 def _store(path: Path | None, create: bool = False):
     from crashcart.stores import default_memory_path, open_memory
 
@@ -35,6 +48,30 @@ def _store(path: Path | None, create: bool = False):
         where = path or default_memory_path()
         raise InputError(f"no incident store at {where}: add incidents first with `crashcart cases add`")
     return store
+
+
+SHOWN_CANDIDATES = 10
+
+
+def resolve_id(store, given: str) -> str:
+    """The stored id that `given` names: itself, else the one id it is a prefix of (as `git show` takes a short
+    hash). No match raises NoSuchIncident (exit 1); several raise InputError naming them (exit 2)."""
+    if store.get(given) is not None:
+        return given
+    found = store.ids_with_prefix(given, limit=SHOWN_CANDIDATES + 1)
+    if not found:
+        raise NoSuchIncident(f"no incident {given!r}: see `crashcart cases list`")
+    if len(found) > 1:
+        more = ", ..." if len(found) > SHOWN_CANDIDATES else ""
+        raise InputError(
+            f"incident id prefix {given!r} is ambiguous: {', '.join(found[:SHOWN_CANDIDATES])}{more}; "
+            "give more of the id"
+        )
+    return found[0]
+
+
+def _counted(n: int) -> str:
+    return f"{n} incident" if n == 1 else f"{n} incidents"
 
 
 @cases_app.command("add")
@@ -55,9 +92,12 @@ def add(
     from crashcart.stores import open_rule_store
 
     store = _store(memory, create=True)
+    before = store.count()  # storing is idempotent: what is already stored is not added again
     if labels is not None:
         added = add_from_evalset(store, labels)
-        print(f"added {len(added)} incidents from {labels / 'labels.jsonl'}")
+        new = store.count() - before
+        again = f" ({len(added) - new} already stored)" if new < len(added) else ""
+        print(f"added {_counted(new)} from {labels / 'labels.jsonl'}{again}")
         return
     if not paths:
         raise InputError("give the job's log paths, or --labels DIR for a labeled set")
@@ -73,7 +113,8 @@ def add(
         resolution=resolution,
         rule_store=open_rule_store(create=True),
     )
-    print(f"added {incident.id}: {incident.failure_class.value} -> {incident.action.value}")
+    verb = "added" if store.count() > before else "already stored as"
+    print(f"{verb} {incident.id}: {incident.failure_class.value} -> {incident.action.value}")
     if proposal is not None:  # the rules missed it: the fast filter learns too, once an operator agrees
         verdict = "queued rule proposal" if proposal.status == "pending" else "no rule proposed"
         print(f"{verdict} {proposal.id or ''}: {proposal.pattern} ({'; '.join(proposal.validation[:2])})")
@@ -84,12 +125,29 @@ def list_(
     failure_class: Annotated[FailureClass | None, typer.Option("--class")] = None,
     limit: int = 50,
     offset: int = 0,
+    fmt: Annotated[
+        ListFormat, typer.Option("--format", "-f", help='json: {"incidents": [...], "count": N, "total": T}')
+    ] = ListFormat.text,
     memory: MemoryOpt = None,
 ) -> None:
-    """The stored incidents, newest first."""
-    store = _store(memory)
+    """The stored incidents, newest first. No store yet at the default place lists 0 incidents; a --memory
+    path that does not exist is an error (a typo must not look like an empty memory)."""
+    from crashcart.stores import default_memory_path, open_memory
+
+    store = open_memory(memory) if memory is None else _store(memory)
+    if store is None:
+        if fmt is ListFormat.json:
+            sys.stdout.write(json.dumps({"incidents": [], "count": 0, "total": 0}) + "\n")
+        else:
+            print(f"0 incidents (no store yet at {default_memory_path()}: add some with `crashcart cases add`)")
+        return
+    listed = store.list(limit=limit, offset=offset, failure_class=failure_class.value if failure_class else None)
+    if fmt is ListFormat.json:  # count: the incidents listed here (one page); total: all in the store
+        page = [inc.model_dump(mode="json") for inc in listed]
+        sys.stdout.write(json.dumps({"incidents": page, "count": len(page), "total": store.count()}) + "\n")
+        return
     table = Table("id", "class", "action", "job", "when", "by", box=None)
-    for inc in store.list(limit=limit, offset=offset, failure_class=failure_class.value if failure_class else None):
+    for inc in listed:
         p = inc.provenance
         table.add_row(
             inc.id,
@@ -99,25 +157,33 @@ def list_(
             f"{p.created_at:%Y-%m-%d %H:%M}",
             Text(printable(p.confirmed_by or p.source)),
         )
-    Console().print(table)
-    print(f"{store.count()} incident(s) in {store.path}")
+    if listed:
+        Console().print(table)
+    print(f"{_counted(store.count())} in {store.path}")
 
 
 @cases_app.command("show")
-def show(incident_id: str, memory: MemoryOpt = None) -> None:
+def show(
+    incident_id: Annotated[str, typer.Argument(help="the id, or a unique prefix of it")], memory: MemoryOpt = None
+) -> None:
     """One incident as JSON."""
-    incident = _store(memory).get(incident_id)
-    if incident is None:
-        raise InputError(f"no incident {incident_id!r}: see `crashcart cases list`")
+    store = _store(memory)
+    incident = store.get(resolve_id(store, incident_id))
+    if incident is None:  # removed by another process in between
+        raise NoSuchIncident(f"no incident {incident_id!r}: see `crashcart cases list`")
     sys.stdout.write(incident.model_dump_json(indent=2) + "\n")
 
 
 @cases_app.command("remove")
-def remove(incident_id: str, memory: MemoryOpt = None) -> None:
+def remove(
+    incident_id: Annotated[str, typer.Argument(help="the id, or a unique prefix of it")], memory: MemoryOpt = None
+) -> None:
     """Forget one incident."""
-    if not _store(memory).remove(incident_id):
-        raise InputError(f"no incident {incident_id!r}: see `crashcart cases list`")
-    print(f"removed {incident_id}")
+    store = _store(memory)
+    found = resolve_id(store, incident_id)
+    if not store.remove(found):
+        raise NoSuchIncident(f"no incident {incident_id!r}: see `crashcart cases list`")
+    print(f"removed {found}")
 
 
 @cases_app.command("search")
@@ -158,9 +224,13 @@ def export(
 
 @cases_app.command("import")
 def import_(src: Annotated[Path, typer.Argument(help="JSONL from `cases export`")], memory: MemoryOpt = None) -> None:
-    """Add the incidents of an export (ids kept unless they clash)."""
+    """Add the incidents of an export (ids kept unless another incident holds one); importing it again adds
+    nothing."""
     if not src.is_file():
         raise InputError(f"no such file: {src}")
     with src.open(encoding="utf-8") as fh:
+        records = sum(1 for line in fh if line.strip())
+        fh.seek(0)
         n = _store(memory, create=True).import_jsonl(fh)
-    print(f"imported {n} incidents from {src}")
+    again = f" ({records - n} already stored)" if n < records else ""
+    print(f"imported {_counted(n)} from {src}{again}")

@@ -69,11 +69,11 @@ def test_memory_loop_add_triage_search_export_import(cli, tmp_path: Path) -> Non
     code, out, _ = cli("cases", "import", str(export), "--memory", other_db)
     assert code == 0 and "imported 1" in out
     code, out, _ = cli("cases", "list", "--memory", other_db)
-    assert incident_id[:10] in out and "1 incident(s)" in out
+    assert incident_id[:10] in out and "1 incident in" in out
 
     assert cli("cases", "remove", incident_id, "--memory", db)[0] == 0
     code, _, err = cli("cases", "remove", incident_id, "--memory", db)
-    assert code == 2 and f"no incident '{incident_id}'" in err
+    assert code == 1 and f"no incident '{incident_id}'" in err  # nothing matched: exit 1, one line
 
 
 def test_add_needs_a_class_and_list_needs_a_store(cli, tmp_path: Path) -> None:
@@ -88,6 +88,11 @@ def test_add_a_labeled_set(cli, tmp_path: Path, dev_evalset: Path) -> None:
     db = str(tmp_path / "dev.db")
     code, out, _ = cli("cases", "add", "--labels", str(dev_evalset), "--memory", db)
     assert code == 0 and out.startswith("added 40 incidents")
+    code, out, _ = cli("cases", "add", "--labels", str(dev_evalset), "--memory", db)  # again: idempotent
+    assert code == 0 and out.startswith("added 0 incidents") and "(40 already stored)" in out
+    code, out, _ = cli("cases", "list", "--format", "json", "--limit", "100", "--memory", db)
+    listed = json.loads(out)
+    assert (listed["count"], listed["total"]) == (40, 40) and len({i["id"] for i in listed["incidents"]}) == 40
 
 
 @pytest.fixture(autouse=True)
@@ -124,3 +129,72 @@ def test_add_a_job_whose_file_name_is_not_utf8(cli, tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["diagnosis"]["failure_class"] == "node_failure"  # recalled from the stored incident
     assert report["diagnosis"]["evidence"][0]["file"] == "rank3-caf\\xe9.log"
+
+
+def _add(cli, tmp_path: Path, db: str, name: str, *extra: str) -> str:
+    log = _log(tmp_path, name, QUORUM.format(i=1, s=100, g=7, h="gpu-a17"))
+    code, out, err = cli("cases", "add", log, "--class", "node_failure", *extra, "--memory", db)
+    assert code == 0, err
+    return out
+
+
+def test_adding_or_importing_the_same_incident_again_stores_it_once(cli, tmp_path: Path) -> None:
+    db = str(tmp_path / "mem.db")
+    first = _add(cli, tmp_path, db, "a.log")
+    assert first.startswith("added inc-")
+    incident_id = first.split()[1].rstrip(":")
+    again = _add(cli, tmp_path, db, "a.log", "--by", "alice", "--resolution", "drained it")
+    assert again.startswith(f"already stored as {incident_id}:")
+    shown = json.loads(cli("cases", "show", incident_id, "--memory", db)[1])
+    assert (shown["resolution"], shown["provenance"]["confirmed_by"]) == ("drained it", "alice")  # completed
+
+    export = tmp_path / "team.jsonl"
+    assert cli("cases", "export", str(export), "--memory", db)[0] == 0
+    other = str(tmp_path / "other.db")
+    assert cli("cases", "import", str(export), "--memory", other)[1].startswith("imported 1 incident from")
+    code, out, _ = cli("cases", "import", str(export), "--memory", other)
+    assert code == 0 and out.startswith("imported 0 incidents from") and "(1 already stored)" in out
+    listed = json.loads(cli("cases", "list", "--format", "json", "--memory", other)[1])
+    assert listed["count"] == 1 and listed["incidents"][0]["id"] == incident_id
+
+
+def test_show_and_remove_take_a_unique_id_prefix(cli, tmp_path: Path) -> None:
+    db = str(tmp_path / "mem.db")
+    ids = [_add(cli, tmp_path, db, f"{n}.log").split()[1].rstrip(":") for n in range(17)]  # 17 jobs, 17 ids
+    assert len(set(ids)) == 17
+    # Ids are 12 hex digits after "inc-": among 17 of them two share their first digit.
+    first = ids[0]
+    unique = next(first[:n] for n in range(5, len(first)) if sum(i.startswith(first[:n]) for i in ids) == 1)
+    shared = next(i[:5] for i in ids if sum(j.startswith(i[:5]) for j in ids) > 1)
+    code, out, _ = cli("cases", "show", unique, "--memory", db)
+    assert code == 0 and json.loads(out)["id"] == first
+
+    code, out, err = cli("cases", "show", shared, "--memory", db)
+    candidates = sorted(i for i in ids if i.startswith(shared))
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
+    assert f"{shared!r} is ambiguous" in err and all(c in err for c in candidates)
+    assert cli("cases", "remove", shared, "--memory", db)[0] == 2  # nothing removed on an ambiguous prefix
+
+    code, out, err = cli("cases", "show", "inc-zzzz", "--memory", db)
+    assert (code, out) == (1, "")
+    assert err.strip() == "crashcart: error: no incident 'inc-zzzz': see `crashcart cases list`"
+
+    code, out, _ = cli("cases", "remove", unique, "--memory", db)
+    assert (code, out) == (0, f"removed {first}\n")
+    assert json.loads(cli("cases", "list", "--format", "json", "--memory", db)[1])["total"] == 16
+
+
+def test_an_empty_store_lists_zero_incidents(cli, tmp_path: Path) -> None:
+    # No store yet at the default place ($CRASHCART_MEMORY here): 0 incidents, exit 0, nothing created.
+    code, out, err = cli("cases", "list")
+    assert (code, err) == (0, "") and out.startswith("0 incidents")
+    assert not (tmp_path / "default-store-unused.db").exists()
+    assert json.loads(cli("cases", "list", "--format", "json")[1]) == {"incidents": [], "count": 0, "total": 0}
+    # A store that exists and holds nothing (its only incident removed).
+    db = str(tmp_path / "mem.db")
+    incident_id = _add(cli, tmp_path, db, "a.log").split()[1].rstrip(":")
+    assert cli("cases", "remove", incident_id, "--memory", db)[0] == 0
+    code, out, _ = cli("cases", "list", "--memory", db)
+    assert (code, out) == (0, f"0 incidents in {db}\n")
+    code, out, _ = cli("cases", "list", "--format", "json", "--memory", db)
+    assert code == 0 and json.loads(out) == {"incidents": [], "count": 0, "total": 0}
