@@ -256,6 +256,26 @@ CASES = [
         ],
         DATA,
     ),
+    (  # tensorflow/models#4264: the coordinator's log of DecodeJpeg failing on an image of the records, wrapped
+        "tensorflow_decode_jpeg_invalid",
+        [
+            "INFO:tensorflow:Error reported to Coordinator: <class"
+            " 'tensorflow.python.framework.errors_impl.InvalidArgumentError'>,",
+            " Invalid JPEG data or crop window, data size 32768",
+            "         [[Node: case/cond/cond_jpeg/DecodeJpeg = DecodeJpeg[acceptable_fraction=1, channels=3,"
+            ' dct_method="", fancy_u',
+        ],
+        DATA,
+    ),
+    (  # open-mmlab/mmaction2#1001: decord finds no video stream in a Kinetics video whose meta data is corrupted
+        "decord_no_video_stream",
+        [
+            "error info : decord._ffi.base.DECORDError: [16:47:59] /io/decord/src/video/video_reader.cc:125: Check"
+            " failed: st_nb >= 0 ",
+            "                  (-1381258232 vs. 0) ERROR cannot find video stream with wanted index: -1",
+        ],
+        DATA,
+    ),
 ]
 
 
