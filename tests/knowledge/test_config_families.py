@@ -177,3 +177,35 @@ def test_nccls_newer_words_for_two_ranks_on_one_gpu_are_the_config(tmp_path: Pat
         " configuration.",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.duplicate_gpu")
+
+
+def test_a_world_size_that_is_not_the_product_of_the_parallel_degrees_is_the_config(tmp_path: Path) -> None:
+    for line in (
+        # open-compass/VLMEvalKit#561: torchrun started 8 processes around a vLLM engine with tp=1, pp=1
+        "RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (1) x pipeline_model_parallel_size"
+        " (1). ",
+        # huggingface/optimum-nvidia#68: TensorRT-LLM's WorldConfig, engines built for tp=2 loaded in one process
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp"
+        " (/opt/optimum-nvidia/third-party/tensorrt-llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:89)",
+        # pytorch/torchtitan:torchtitan/distributed/parallel_dims.py, ParallelDims' check (the source's format)
+        "AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(4) * cp(1) * tp(3) * pp(1) != WORLD_SIZE(4)",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.parallel_product_mismatch"), line
+
+
+def test_two_settings_a_framework_refuses_together_are_the_config(tmp_path: Path) -> None:
+    for line in (
+        # stanleylsx/llms_tool#73: QLoRA's device_map under ZeRO-3 (huggingface/transformers:modeling_utils.py)
+        "ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`.",
+        # deepspeedai/DeepSpeed:deepspeed/runtime/pipe/engine.py, PipelineEngine's assertion
+        "AssertionError: ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.unsupported_combination"), line
+
+
+def test_a_stack_that_lacks_a_feature_is_no_refused_setting_pair(tmp_path: Path) -> None:
+    # pytorch/pytorch:torch/_dynamo/eval_frame.py (torch 2.1): the interpreter, not two of the job's settings
+    report = triage_lines(tmp_path, "RuntimeError: Dynamo is not supported on Python 3.12+")
+    assert cited(report) != "config.unsupported_combination"

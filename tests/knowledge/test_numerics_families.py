@@ -92,7 +92,45 @@ CASES = [
         ],
         DIVERGED,
     ),
+    (  # facebookresearch/fairseq#1215: fairseq's minimum-loss-scale message pasted into its own source line
+        "fairseq_min_loss_scale_garbled",
+        [
+            '  File "/home/sumegha/fairseq/fairseq/optim/fp16_optimizer.py", line 189, in clip_grad_norm',
+            "    ).format(self.args. scale reached (0.0001). Your loss is probably exploding. Try lowering the learning"
+            " rate, using gradient clipping or increasing the batch size.min_loss_scale))",
+            "FloatingPointError: Minimum loss.",
+        ],
+        DIVERGED,
+    ),
+    (  # lizhou-cs/JointNLT#18 (botaoye/OSTrack:lib/train/actors/ostrack.py): a tracker's NaN check on its boxes
+        "tracker_network_outputs_nan",
+        ["ValueError:Network outputs is NAN! Stop Training"],
+        DIVERGED,
+    ),
+    (  # JinmiaoChenLab/scTM#6: torch.distributions refusing a Normal whose loc is NaN, inside a ValueError
+        "distribution_nan_loc",
+        [
+            "ValueError: Expected parameter loc (Parameter of shape (1,)) of distribution Normal(loc: Parameter"
+            " containing:",
+            "tensor([nan], device='cuda:0', requires_grad=True), scale: tensor([nan], device='cuda:0',"
+            " grad_fn=<AddBackward0>)) to satisfy the constraint Real(), but found invalid values:",
+            "Parameter containing:",
+            "tensor([nan], device='cuda:0', requires_grad=True)",
+        ],
+        DIVERGED,
+    ),
 ]
+
+
+def test_a_distribution_refusing_finite_values_is_no_divergence(tmp_path: Path) -> None:
+    """BayraktarLab/cell2location#384: the values printed are finite, so some other constraint failed."""
+    log = tmp_path / "finite_loc.log"
+    log.write_text(
+        "ValueError: Expected parameter loc (Parameter of shape (21, 14456)) of distribution Normal(loc:"
+        " torch.Size([21, 14456]), scale: torch.Size([21, 14456])) to satisfy the constraint Real(), but found invalid"
+        " values:\nParameter containing:\n"
+    )
+    assert triage(log, workers=1).diagnosis.failure_class is not DIVERGED
 
 
 @pytest.mark.parametrize(("name", "lines", "expected"), CASES, ids=[c[0] for c in CASES])
