@@ -185,3 +185,10 @@ def test_ssh_through_a_jump_host_to_a_node_that_is_gone_is_a_lost_host_but_a_ref
     # ssh's format for a forwarded port with no listener (channels.c): the host answered
     refused = triage_lines(tmp_path, "channel 2: open failed: connect failed: Connection refused")
     assert not any(getattr(e, "rule_id", "") == "node.host_unreachable" for e in refused.events)
+
+
+def test_a_raylet_that_learns_it_was_dropped_is_its_node(tmp_path: Path) -> None:
+    # ray-project/ray#10345: the RAY_CHECK message of node_manager.cc the PR rewords
+    report = triage_lines(tmp_path, "Exiting because this node manager has mistakenly been marked dead by the monitor.")
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.ray_raylet_died"
