@@ -82,22 +82,10 @@ def _api_use(exc: RaisedException) -> Finding | None:
 def _callee_is_library(mismatch: re.Match[str], exc: RaisedException, raised: Frame) -> bool:
     """The user's line called a library's class or function with a signature it no longer (or not yet) has."""
     callee = mismatch.group(1).split(".")
-    if len(callee) > 1 and _TORCH_MODULE_CLASS.fullmatch(callee[-2]) and callee[-1].startswith("_"):
-        return True  # a private method of torch's own layer class, which a subclass calls: torch changed it
     name = callee[-2] if len(callee) > 1 and callee[-1] == "__init__" else callee[-1]
     if name in {f.function for f in exc.frames if is_user(f)}:
         return False
     return name[:1].isupper() or bool(_LIBRARY_CALL.search(raised.source or ""))
-
-
-# torch.nn's layer classes, whose private helpers subclasses call (Conv2d._conv_forward gained its bias argument in
-# torch 1.8: "Conv2d._conv_forward() missing 1 required positional argument: 'bias'", INCHEON-CHO/
-# Dynamic_Model_Pruning_with_Feedback#3, fixed by the torch the code was written for). Python names the class that
-# defines the method, so a project's own layer overriding it is named instead.
-_TORCH_MODULE_CLASS = re.compile(
-    r"_ConvNd|_ConvTransposeNd|Conv(?:Transpose)?[123]d|Linear|Embedding|LayerNorm|GroupNorm|_BatchNorm|_NormBase"
-    r"|BatchNorm[123]d|MultiheadAttention|RNNBase|LSTM|GRU"
-)
 
 
 # Python 3.10+ names the attribute it would have found: "... has no attribute '_train_eval_loop'. Did you mean:

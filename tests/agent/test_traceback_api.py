@@ -104,3 +104,85 @@ AttributeError: 'RLTrainer' object has no attribute 'device'
 def test_whose_object_lacks_the_attribute_decides(source: str, text: str, cls: FailureClass, rule: str) -> None:
     verdict = judge(traceback_from(text))
     assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
+
+
+# The installed stack and the code are different releases, whatever the exception: a copy of a library's internals
+# in the project's tree, a package's loader that finds no compiled library of its own, transformers' model-type
+# registry that does not know the checkpoint's type, a Trainer attribute of another release.
+DRIFT_CASES = [
+    (
+        "mbzuai-oryx/UniMed-CLIP#2",  # the project's copy of webdataset's group_by_keys under webdataset 0.2.96+
+        """
+File "/data/UniMed-CLIP/src/training/data.py", line 271, in group_by_keys_nothrow
+fname, value = filesample["fname"], filesample["data"]
+KeyError: 'fname'
+""",
+        ENV,
+        "traceback.copied_internals",
+    ),
+    (
+        "NVIDIA/TransformerEngine#1541",  # TE's wheel without its pytorch extension: _load_library's glob is empty
+        """
+Traceback (most recent call last):
+  File "/openbayes/home/Test/env/wan211/lib/python3.10/site-packages/transformer_engine/pytorch/__init__.py", line 52, in _load_library
+    so_path = next(so_dir.glob(f"{module_name}.*.{extension}"))
+StopIteration
+""",  # noqa: E501
+        ENV,
+        "traceback.native_library",
+    ),
+    (
+        "yangjianxin1/Firefly#236",  # the pinned transformers predates the checkpoint's model type
+        """
+  File "/opt/conda/lib/python3.8/site-packages/transformers/models/auto/configuration_auto.py", line 748, in __getitem__
+    raise KeyError(key)
+KeyError: 'gemma'
+""",
+        ENV,
+        "traceback.model_type_unknown",
+    ),
+    (
+        "HKU-MedAI/MGCA#10",  # Lightning's Trainer.num_devices, which pytorch_lightning 1.5 does not have yet
+        """
+Traceback (most recent call last):
+  File "mgca_finetuner.py", line 121, in <module>
+    cli_main()
+  File "mgca_finetuner.py", line 112, in cli_main
+    tuner.training_steps = tuner.num_training_steps(trainer, datamodule)
+  File "/vol/research/fmodel_medical/people/umar/mm_cxr/repos_lit_review/MGCA/mgca/models/ssl_finetuner.py", line 144, in num_training_steps
+    effective_batch_size = trainer.accumulate_grad_batches * trainer.num_devices
+AttributeError: 'Trainer' object has no attribute 'num_devices'
+""",  # noqa: E501
+        ENV,
+        "traceback.api_mismatch",
+    ),
+    (
+        "zai-org/ChatGLM2-6B#186",  # ptuning's copy of transformers' Trainer loop calling the installed helpers
+        """
+Traceback (most recent call last):
+  File "/home/xia/github/ChatGLM2-6B/ptuning/main.py", line 411, in <module>
+    main()
+  File "/home/xia/github/ChatGLM2-6B/ptuning/main.py", line 350, in main
+    train_result = trainer.train(resume_from_checkpoint=checkpoint)
+  File "/home/xia/github/ChatGLM2-6B/ptuning/trainer.py", line 1635, in train
+    return inner_training_loop(
+  File "/home/xia/github/ChatGLM2-6B/ptuning/trainer.py", line 1981, in _inner_training_loop
+    self._maybe_log_save_evaluate(tr_loss, model, trial, epoch, ignore_keys_for_eval)
+  File "/home/xia/github/ChatGLM2-6B/ptuning/trainer.py", line 2220, in _maybe_log_save_evaluate
+    logs["learning_rate"] = self._get_learning_rate()
+  File "/home/xia/miniconda3/envs/chatglm/lib/python3.10/site-packages/transformers/trainer_pt_utils.py", line 841, in _get_learning_rate
+    if self.is_deepspeed_enabled:
+AttributeError: 'Seq2SeqTrainer' object has no attribute 'is_deepspeed_enabled'
+""",  # noqa: E501
+        ENV,
+        "traceback.api_mismatch",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "text", "cls", "rule"), DRIFT_CASES, ids=[c[0] for c in DRIFT_CASES])
+def test_a_stack_of_another_release_than_the_code_is_the_environment(
+    source: str, text: str, cls: FailureClass, rule: str
+) -> None:
+    verdict = judge(traceback_from(text))
+    assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason

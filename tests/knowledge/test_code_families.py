@@ -58,3 +58,18 @@ def test_a_frameworks_words_for_misused_code_are_a_code_bug(tmp_path: Path, line
     report = triage_lines(tmp_path, line)
     assert report.diagnosis.failure_class is FailureClass.CODE_BUG
     assert report.diagnosis.evidence[0].rule_id == rule
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # SeanNaren/deepspeech.pytorch#31: the project's own checkpoint() called with too few arguments, fixed in the
+        # project: no framework's class is named, so env.framework_signature_drift stays silent
+        "TypeError: checkpoint() takes at least 5 arguments (4 given)",
+        # cychai1995/DDPGfD#3: the project's RLTrainer, an attribute no framework's Trainer ever had
+        "AttributeError: 'RLTrainer' object has no attribute 'device'",
+    ],
+)
+def test_a_projects_own_signature_or_attribute_is_still_a_code_bug(tmp_path: Path, line: str) -> None:
+    report = triage_lines(tmp_path, line)
+    assert report.diagnosis.failure_class is FailureClass.CODE_BUG

@@ -305,3 +305,65 @@ def test_lightning_asked_for_a_gpu_on_a_host_without_one_is_the_environment_not_
         " `accelerator` argument of `Trainer`: ['cpu'].",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu")
+
+
+def test_a_trainer_attribute_of_another_release_is_the_framework_version(tmp_path: Path) -> None:
+    for line in (
+        # SeungoneKim/SICK_Summarization#4: a transformers Trainer subclass reading what newer transformers dropped
+        "AttributeError: 'DualDecoderTrainer' object has no attribute 'do_grad_scaling'",
+        # HKU-MedAI/MGCA#10: Lightning's Trainer before 1.6; the maintainer's fix was upgrading pytorch_lightning
+        "AttributeError: 'Trainer' object has no attribute 'num_devices'",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.trainer_attribute_drift"), line
+
+
+def test_an_attribute_a_projects_own_trainer_never_set_is_still_its_bug(tmp_path: Path) -> None:
+    # cychai1995/DDPGfD#3: the project's RLTrainer read self.device before setting it
+    report = triage_lines(tmp_path, "AttributeError: 'RLTrainer' object has no attribute 'device'")
+    assert report.diagnosis.failure_class is FailureClass.CODE_BUG
+
+
+def test_an_api_lightning_removed_is_the_lightning_version(tmp_path: Path) -> None:
+    # official-stockfish/nnue-pytorch#213: the graveyard's AttributeError, hard-wrapped as the PR quotes it
+    report = triage_lines(
+        tmp_path,
+        "AttributeError: `Trainer.root_gpu` was deprecated in v1.6 and is no longer",
+        "accessible as of v1.8. Please use `Trainer.strategy.root_device.index` instead.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.lightning_removed_api")
+
+
+def test_a_framework_called_with_another_releases_signature_is_the_version(tmp_path: Path) -> None:
+    for line in (
+        # huggingface/course#987: evaluation_strategy, renamed eval_strategy
+        "TypeError: TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'",
+        # NVIDIA/workbench-example-llama3-finetune#1: an argument trl 0.13 moved into SFTConfig
+        "TypeError: SFTTrainer.__init__() got an unexpected keyword argument 'dataset_text_field'",
+        # zai-org/GLM-4#620: a Seq2SeqTrainer override of training_step under transformers 4.46
+        "TypeError: Seq2SeqTrainer.training_step() takes 3 positional arguments but 4 were given",
+        # INCHEON-CHO/Dynamic_Model_Pruning_with_Feedback#3: torch's private Conv2d._conv_forward gained bias in 1.8
+        " Conv2d._conv_forward() missing 1 required positional argument: 'bias'",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.framework_signature_drift"), line
+    # Algorineko/AgenticArXiv-RL#11: both renamed trl arguments, the first message hard-wrapped before its name
+    report = triage_lines(
+        tmp_path,
+        "SFTConfig(max_seq_length=1024)",
+        "TypeError: SFTConfig.__init__() got an unexpected keyword argument",
+        "'max_seq_length'. Did you mean 'max_length'?",
+        "SFTTrainer(..., tokenizer=tokenizer)",
+        "TypeError: SFTTrainer.__init__() got an unexpected keyword argument 'tokenizer'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.framework_signature_drift")
+
+
+def test_an_extension_built_for_numpy_1_under_numpy_2_is_the_numpy_version(tmp_path: Path) -> None:
+    # ONSdigital/csvcubed#913: builds with numpy 1.26.4, fails with numpy 2.0
+    report = triage_lines(
+        tmp_path,
+        "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88"
+        " from PyObject",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
