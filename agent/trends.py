@@ -3,7 +3,10 @@
 No single line says "the loss diverged" when it does so in numbers: Megatron prints `lm loss: 9.8E+01` where it
 printed `2.1E+00` a few intervals before, and DeepSpeed halves its loss scale line after line until it reaches
 single digits. Both are judged here over the scanner's MetricPoints (the last progress lines of each rank). An
-isolated overflow at a large scale, or a grad-norm blip the loss shrugs off, is what healthy runs print.
+isolated overflow at a large scale, or a grad-norm blip the loss shrugs off, is what healthy runs print. Megatron
+says a NaN by leaving it out: its training_log prints a loss only when the interval's average is above zero, so
+interval lines that printed `lm loss` and then, to the end of the log, go on without it lost their loss to a NaN
+(Megatron-DeepSpeed's nan-iteration count can stay at 0 meanwhile).
 
 Nor does a SIGKILLed worker say why it died: when the launcher tears the job down right after the host's last
 memory report read nearly full (ZeRO offload filling host RAM), that reading is the likeliest cause. A high
@@ -31,6 +34,7 @@ STREAK_MIN = 3  # overflow-and-skip lines in a row...
 SCALE_FLOOR = 10.0  # ... whose scale fell below this: the fp16 range is exhausted
 DEEP_STREAK_MIN = 2  # fewer skips in a row suffice...
 DEEP_FLOOR = 1.0  # ... below a scale of 1: halved 8 (fairseq) to 17 (DeepSpeed, apex) times from where it starts
+VANISHED_MIN = 2  # Megatron interval lines in a row, to the end of the log, that no longer print the loss they did
 PRIORITY = 50  # a trend is specific evidence, but a signature on the failing line knows more
 HOST_PRESSURE = 80.0  # percent of host RAM in use at the last report before a teardown: the kill was likely OOM
 PRESSURE_PRIORITY = 40  # a symptom: any root cause the log states outranks it
@@ -42,8 +46,10 @@ def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     events: list[FailureEvent] = []
     for scan in scans:
         for points in _by_rank(scan.metrics):
-            judged = ((_SPIKE, _spike(points)), (_COLLAPSE, _collapse(points)), (_NONFINITE, _nonfinite(points)))
-            for rule_id, point in judged:
+            nonfinite = _nonfinite(points)
+            vanished = None if nonfinite is not None else _vanished(points)  # one NaN, one event
+            judged = ((_SPIKE, _spike(points)), (_COLLAPSE, _collapse(points)), (_NONFINITE, nonfinite))
+            for rule_id, point in (*judged, (_VANISHED, vanished)):
                 if point is not None:
                     events.append(_event(rule_id, point, scan.file))
     return events + _pressure_events(scans)
@@ -52,6 +58,7 @@ def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
 _SPIKE = "trend.loss_spike"
 _COLLAPSE = "trend.loss_scale_collapse"
 _NONFINITE = "trend.loss_nonfinite"
+_VANISHED = "trend.loss_vanished"
 _PRESSURE = "trend.host_memory_pressure"
 USAGE_RULE = "mem.host.usage_report"  # memory.yaml: a host-memory report, its percentage captured
 
@@ -101,6 +108,27 @@ def _nonfinite(points: list[MetricPoint]) -> MetricPoint | None:
             return None
         tail.append(point)
     return tail[-1] if tail else None
+
+
+def _megatron_interval(point: MetricPoint) -> bool:
+    """A line of Megatron's training_log: an iteration with its loss scale and skipped-iteration count."""
+    return point.iteration is not None and "loss scale:" in point.text and "skipped iterations:" in point.text
+
+
+def _vanished(points: list[MetricPoint]) -> MetricPoint | None:
+    """The first of the Megatron interval lines that, to the end of the rank's log, print no loss where the line
+    before them printed a finite one (NVIDIA/Megatron-LM:megatron/training/training.py, training_log: `if avg > 0.0`).
+    An interval whose steps were all skipped prints no loss either, and says so in its skipped count: that is no NaN."""
+    lines = [p for p in points if _megatron_interval(p)]
+    tail: list[MetricPoint] = []
+    for point in reversed(lines):
+        if point.loss is not None or point.skipped:
+            break
+        tail.append(point)
+    if len(tail) < VANISHED_MIN or len(tail) == len(lines):
+        return None
+    before = lines[len(lines) - len(tail) - 1]
+    return tail[-1] if _finite(before.loss) else None
 
 
 def _collapse(points: list[MetricPoint]) -> MetricPoint | None:

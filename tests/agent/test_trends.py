@@ -161,3 +161,30 @@ def test_numbers_that_stay_nan_to_the_end_are_divergence_from_the_first_of_them(
 def test_a_nan_the_run_trained_past_is_no_divergence() -> None:
     lines = [GRAD_NAN.format(it=5426)] + megatron([2.4, 2.38, 2.41], [0.2] * 3)
     assert trend_events([scan_of(lines)]) == []
+
+
+# NVIDIA/Megatron-LM:megatron/training/training.py, training_log: a loss is printed only `if avg > 0.0`, so an interval
+# whose average is NaN prints the MEGATRON line without its `lm loss` field (the source's format)
+LOSS_LEFT_OUT = MEGATRON.replace(" lm loss: {loss:E} |", "")
+
+
+def test_megatron_lines_that_stop_printing_the_loss_to_the_end_are_divergence() -> None:
+    lines = megatron([2.4, 2.38, 2.41], [0.2] * 3) + [LOSS_LEFT_OUT.format(it=185 + i, grad=0.2) for i in range(3)]
+    [event] = trend_events([scan_of(lines)])
+    assert (event.rule_id, event.line, event.failure_class) == ("trend.loss_vanished", 4, FailureClass.LOSS_DIVERGENCE)
+
+
+def test_one_megatron_line_without_a_loss_or_a_run_that_never_printed_one_is_no_divergence() -> None:
+    one = megatron([2.4, 2.38, 2.41], [0.2] * 3) + [LOSS_LEFT_OUT.format(it=185, grad=0.2)]
+    never = [LOSS_LEFT_OUT.format(it=182 + i, grad=0.2) for i in range(4)]
+    again = megatron([2.4], [0.2]) + [LOSS_LEFT_OUT.format(it=183 + i, grad=0.2) for i in range(2)]
+    again += megatron([2.3], [0.2])
+    assert trend_events([scan_of(one)]) == trend_events([scan_of(never)]) == trend_events([scan_of(again)]) == []
+
+
+def test_megatron_intervals_whose_steps_were_all_skipped_print_no_loss_and_are_no_nan() -> None:
+    # the same training_log format: an interval of fp16 overflow skips has no loss to average, and counts its skips
+    skipped = LOSS_LEFT_OUT.replace("skipped iterations:   0", "skipped iterations:  10")
+    skipped = skipped.replace("loss scale: 1.0", "loss scale: 65536.0")  # fp16 still finding its range
+    lines = megatron([2.4, 2.38, 2.41], [0.2] * 3) + [skipped.format(it=185 + i, grad=0.2) for i in range(3)]
+    assert trend_events([scan_of(lines)]) == []
