@@ -276,6 +276,33 @@ CASES = [
         ],
         DATA,
     ),
+    (  # jiasenlu/vilbert_beta#59: a downloaded LMDB feature database whose pages are damaged, under the reader
+        "lmdb_corrupted_page",
+        [
+            '  File "/home/vilbert_beta/vilbert/datasets/_image_features_reader.py", line 47, in __init__',
+            "    **self._image_ids = pickle.loads(txn.get('keys'.encode()))",
+            "lmdb.CorruptedError: mdb_get: MDB_CORRUPTED: Located page was wrong type**",
+        ],
+        DATA,
+    ),
+    (  # tomopy/tomopy#235: h5py 2.x's wording of an HDF5 file without its signature
+        "hdf5_file_signature_capitalised",
+        [
+            '  File "h5py/h5f.pyx", line 76, in h5py.h5f.open (/home/ilan/minonda/conda-bld/work/h5py/h5f.c:1942)',
+            "IOError: Unable to open file (File signature not found)",
+        ],
+        DATA,
+    ),
+    (  # lichengunc/MAttNet#5: a batch with an empty referring expression reaches pack_padded_sequence
+        "packed_sequence_empty_sample",
+        [
+            '  File "/home/amax/miniconda2/lib/python2.7/site-packages/torch/nn/utils/rnn.py", line 54, in'
+            " pack_padded_sequence",
+            '    raise ValueError("length of all samples has to be greater than 0, "',
+            "ValueError: length of all samples has to be greater than 0, but found an element in 'lengths' that is <=0",
+        ],
+        DATA,
+    ),
 ]
 
 
