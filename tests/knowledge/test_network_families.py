@@ -176,3 +176,25 @@ def test_an_rdma_port_down_is_the_fabric_but_the_same_port_active_is_not(tmp_pat
     assert triage_lines(tmp_path, down).diagnosis.failure_class is FailureClass.NETWORK
     up = "link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP"
     assert not any(getattr(e, "rule_id", "") == "net.rdma_link_state_down" for e in triage_lines(tmp_path, up).events)
+
+
+def test_a_nic_whose_firmware_stopped_answering_is_the_fabric(tmp_path: Path) -> None:
+    # the mlx5 driver's health poller (torvalds/linux drivers/net/ethernet/mellanox/mlx5/core/health.c): its formats
+    report = triage_lines(
+        tmp_path,
+        "kernel: [   17.982092] mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached "
+        "miss count",
+        "kernel: [   17.982217] mlx5_core 0000:41:00.0: print_health_info:458:(pid 0): synd 0x8: unrecoverable hardware"
+        " error",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.nic_fatal_health"
+    boot = triage_lines(tmp_path, "kernel: [    4.112842] mlx5_core 0000:41:00.0: firmware version: 20.31.1014")
+    assert not any(getattr(e, "rule_id", "") == "net.nic_fatal_health" for e in boot.events)
+
+
+def test_the_kernels_transmit_watchdog_is_a_hung_nic(tmp_path: Path) -> None:
+    # net/sched/sch_generic.c's dev_watchdog (the pre-6.x format, an interface filled in)
+    report = triage_lines(tmp_path, "kernel: NETDEV WATCHDOG: enp94s0f0 (mlx5_core): transmit queue 3 timed out")
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.netdev_tx_timeout"
