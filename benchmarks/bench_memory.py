@@ -2,9 +2,10 @@
 
 Incidents are drawn from a pool of failure families (masked templates as the fingerprinter keeps them, with
 per-incident variation: which templates, their order, op names, error words, noise lines). Reported:
-add throughput (add_many in batches), single add latency (200 adds into the full store), warm search latency
-(200 queries), first search on a fresh open (index file on disk) and after a full rebuild (index removed),
-and the size on disk.
+add throughput (add_many in batches), single add latency (200 adds into the full store), top-5 search latency
+over the full store (median and p95 of 200 queries, the index already built; issue 11's budget is 50 ms), split
+into embedding the query and the rest (index search and reading the 5 incidents back), first search on a fresh
+open (index file on disk) and after a full rebuild (index removed), and the size on disk.
 
 --compare-embedders instead measures which hashing set-up retrieves best on the labelled dev set:
 leave-one-out nearest-neighbour class accuracy and top-3 class recall over the cases' fingerprints.
@@ -34,6 +35,7 @@ from crashcart.knowledge.incidents import Fingerprint, Incident, Provenance
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass
 
 REPO = Path(__file__).resolve().parents[1]
+SEARCH_BUDGET_MS = 50.0  # top-5 over 100k incidents (issue 11)
 EMBEDDERS = ["hashing:256:1-1", "hashing:256", "hashing:1024:1-1", "hashing:1024", "hashing:4096:1-1", "hashing:4096"]
 OPS = ["ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "BROADCAST", "SEND", "RECV", "ALLTOALL"]
 WORDS = [
@@ -278,7 +280,9 @@ def bench_store(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     adds = [timed(lambda i=i: store.add(synthetic(rng, args.n + i))) for i in range(args.samples)]
     catch_up = timed(lambda: store.search(synthetic(rng, 0).fingerprint))
     queries = [synthetic(rng, 0).fingerprint for _ in range(args.samples)]
+    store.search(queries[0], k=5)  # the index is built and current before any query is timed
     searches = [timed(lambda q=q: store.search(q, k=5)) for q in queries]
+    embeds = [timed(lambda q=q: store.embedder.embed([q.text()])) for q in queries]
     store.close()
     cold = SqliteIncidentStore(db)
     cold_first = timed(lambda: cold.search(queries[0]))
@@ -294,11 +298,15 @@ def bench_store(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "count": count,
         "embedder": args.embedder,
         "batch": args.batch,
+        "samples": args.samples,
         "add_many_per_s": round(args.n / build),
         "add": percentiles(adds),
         "first_search_after_load_ms": round(first * 1000, 1),
         "search_after_adds_ms": round(catch_up * 1000, 1),
         "search": percentiles(searches),
+        "search_embed": percentiles(embeds),
+        "search_budget_ms": SEARCH_BUDGET_MS,
+        "search_within_budget": percentiles(searches)["p95_ms"] < SEARCH_BUDGET_MS,
         "first_search_index_on_disk_ms": round(cold_first * 1000, 1),
         "first_search_after_rebuild_ms": round(rebuild_first * 1000, 1),
         "disk": disk_mb(db),
@@ -349,7 +357,15 @@ def print_store(r: dict[str, Any]) -> None:
         ("single add", f"p50 {r['add']['p50_ms']} ms, p95 {r['add']['p95_ms']} ms"),
         ("first search after the load", f"{r['first_search_after_load_ms']} ms (index built + saved)"),
         ("search after the single adds", f"{r['search_after_adds_ms']} ms (index appended)"),
-        ("warm search (k=5)", f"p50 {r['search']['p50_ms']} ms, p95 {r['search']['p95_ms']} ms"),
+        (
+            f"top-5 search over {r['count']:,}",
+            f"median {r['search']['p50_ms']} ms, p95 {r['search']['p95_ms']} ms over {r['samples']} queries "
+            f"(budget {r['search_budget_ms']:g} ms: {'met' if r['search_within_budget'] else 'MISSED'})",
+        ),
+        (
+            "  of which embedding the query",
+            f"median {r['search_embed']['p50_ms']} ms, p95 {r['search_embed']['p95_ms']} ms",
+        ),
         ("first search, index on disk", f"{r['first_search_index_on_disk_ms']} ms"),
         ("first search, index removed", f"{r['first_search_after_rebuild_ms']} ms (full rebuild + save)"),
         ("size on disk", f"{r['disk']['total_mb']} MB (db {r['disk']['db_mb']}, index {r['disk']['index_mb']})"),

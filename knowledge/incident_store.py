@@ -19,11 +19,13 @@ from __future__ import annotations
 import builtins
 import secrets
 import sqlite3
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
+import faiss
 import numpy as np
 
 from crashcart.knowledge.embeddings import Embedder, HashingEmbedder, get_embedder
@@ -374,7 +376,9 @@ class SqliteIncidentStore(SqliteStore):
         query = self.embedder.embed([fingerprint.text()])[0]
         if k <= 0 or not query.any():
             return []
-        hits = self._fresh_index().search(query, k)
+        index = self._fresh_index()
+        with _one_openmp_thread():
+            hits = index.search(query, k)
         marks = ",".join("?" * len(hits))
         with self._lock:
             bodies = dict(
@@ -424,6 +428,24 @@ class SqliteIncidentStore(SqliteStore):
                     self._files.save(index, self._uid, name)
             self._index = index
             return index
+
+
+_OPENMP = threading.Lock()
+
+
+@contextmanager
+def _one_openmp_thread() -> Iterator[None]:
+    """faiss's OpenMP threads for one query over a flat index. With every core busy (a shared CI box, the bot
+    beside training jobs) its threads wait on each other: top-5 over 100k incidents took a median 50-110 ms with
+    2 threads and 10-16 ms with one, on a loaded 2-core machine (benchmarks/bench_memory.py). The thread count is
+    process-wide, hence the lock; it is put back for whatever else in the process uses faiss."""
+    with _OPENMP:
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            yield
+        finally:
+            faiss.omp_set_num_threads(threads)
 
 
 def _blob(vector: np.ndarray) -> bytes:
