@@ -209,3 +209,16 @@ def test_a_stack_that_lacks_a_feature_is_no_refused_setting_pair(tmp_path: Path)
     # pytorch/pytorch:torch/_dynamo/eval_frame.py (torch 2.1): the interpreter, not two of the job's settings
     report = triage_lines(tmp_path, "RuntimeError: Dynamo is not supported on Python 3.12+")
     assert cited(report) != "config.unsupported_combination"
+
+
+def test_resuming_from_a_path_that_holds_no_checkpoint_is_the_config(tmp_path: Path) -> None:
+    # artidoro/qlora#27: transformers' Trainer._load_from_checkpoint, after the source line that raises it
+    report = triage_lines(
+        tmp_path,
+        '  File "/workspace/anaconda3/envs/qlora310/lib/python3.10/site-packages/transformers/trainer.py", line 2159,'
+        " in _load_from_checkpoint",
+        '    raise ValueError(f"Can\'t find a valid checkpoint at {resume_from_checkpoint}")',
+        "ValueError: Can't find a valid checkpoint at ./output/checkpoint-500",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.resume_checkpoint_path")
+    assert report.diagnosis.evidence[0].line == 3
