@@ -192,3 +192,16 @@ def test_a_raylet_that_learns_it_was_dropped_is_its_node(tmp_path: Path) -> None
     report = triage_lines(tmp_path, "Exiting because this node manager has mistakenly been marked dead by the monitor.")
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert report.diagnosis.evidence[0].rule_id == "node.ray_raylet_died"
+
+
+def test_rays_older_actor_on_a_dead_node_wording_is_the_same_family(tmp_path: Path) -> None:
+    # GenNodeDiedCause's format (ray-project/ray:src/ray/gcs/gcs_actor_manager.cc) under a RayActorError, node id filled
+    report = triage_lines(
+        tmp_path,
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "\tclass_name: RayTrainWorker",
+        "The actor is dead because its node has died. Node Id: "
+        "56b97436e67393f15565e024278867700c2bd0ec6ca9e0dac7261fd1",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert any(getattr(e, "rule_id", "") == "node.ray_node_died" for e in report.events)
