@@ -119,6 +119,15 @@ CASES = [
         ],
         DIVERGED,
     ),
+    (  # Chiaraplizz/ST-TR#5: tensorboardX's warning on every NaN value the run logs, after 20 normal epochs
+        "tensorboardx_nonfinite_scalars",
+        [
+            "WARNING:root:NaN or Inf found in input tensor.",
+            "WARNING:root:NaN or Inf found in input tensor.",
+            "WARNING:root:NaN or Inf found in input tensor.",
+        ],
+        DIVERGED,
+    ),
 ]
 
 
