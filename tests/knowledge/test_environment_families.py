@@ -367,3 +367,65 @@ def test_an_extension_built_for_numpy_1_under_numpy_2_is_the_numpy_version(tmp_p
         " from PyObject",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
+
+
+def test_a_cache_method_transformers_removed_is_the_transformers_version(tmp_path: Path) -> None:
+    # NVlabs/hymba#11: get_max_length, removed in transformers 4.48, called by the model's remote code
+    report = triage_lines(
+        tmp_path, "AttributeError: 'HybridMambaAttentionDynamicCache' object has no attribute 'get_max_length'"
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cache_api_drift")
+
+
+def test_torchvision_ops_that_do_not_load_are_the_torchvision_build(tmp_path: Path) -> None:
+    # concept-graphs/concept-graphs#79: torchvision/extension.py's _assert_has_ops, frame and message as printed
+    report = triage_lines(
+        tmp_path,
+        ' File "/home/dji/anaconda3/envs/conceptgraph/lib/python3.10/site-packages/torchvision/extension.py", line 48,'
+        " in _assert_has_ops",
+        "    raise RuntimeError(",
+        "RuntimeError: Couldn't load custom C++ ops. This can happen if your PyTorch and torchvision versions are"
+        " incompatible, or if you had errors while compiling torchvision from source. For further information on the"
+        " compatible versions, check https://github.com/pytorch/vision#installation for the compatibility matrix."
+        " Please check your PyTorch version with torch.__version__ and your torchvision version with"
+        " torchvision.__version__ and verify if they are compatible, and if not please reinstall torchvision so that"
+        " it matches your PyTorch install.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.torchvision_ops_unloadable")
+
+
+def test_transformers_lazy_import_names_the_stack_and_its_wrapped_reason_decides(tmp_path: Path) -> None:
+    # huggingface/transformers#28275: the wrapped reason, on a line of its own, is the extension's undefined symbol
+    report = triage_lines(
+        tmp_path,
+        "RuntimeError: Failed to import transformers.modeling_utils because of the following error (look up to see its"
+        " traceback):",
+        "Failed to import transformers.generation.utils because of the following error (look up to see its traceback):",
+        "/usr/local/lib/python3.8/dist-packages/transformer_engine_extensions.cpython-38-x86_64-linux-gnu.so: undefined"
+        " symbol: _ZN3c106detail23torchInternalAssertFailEPKcS2_jS2_"
+        "RKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.undefined_symbol")
+    # huggingface/transformers#30194's title: a reason no rule knows, the wrapper alone still says the stack
+    alone = triage_lines(
+        tmp_path,
+        "RuntimeError: Failed to import transformers.pipelines because of the following error (look up to see its"
+        " traceback): name 'LRScheduler' is not defined",
+    )
+    assert (alone.diagnosis.failure_class, cited(alone)) == (ENV, "env.transformers_lazy_import")
+
+
+def test_a_name_an_installed_library_lacks_is_its_version(tmp_path: Path) -> None:
+    # ultralytics/yolov3#67's title: torch.argsort under pytorch 0.4.1; the maintainer: upgrade to 1.0
+    report = triage_lines(tmp_path, "module 'torch' has no attribute 'argsort'")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.library_module_attribute")
+
+
+def test_numpy_2_under_an_extension_built_for_numpy_1_is_the_numpy_version(tmp_path: Path) -> None:
+    # nv-tlabs/vipe#42: tensorflow's extension under NumPy 2.1.2, the AttributeError before NumPy's own explanation
+    report = triage_lines(
+        tmp_path,
+        "    from tensorflow.python.client._pywrap_tf_session import *",
+        "AttributeError: _ARRAY_API not found",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
