@@ -222,3 +222,16 @@ def test_resuming_from_a_path_that_holds_no_checkpoint_is_the_config(tmp_path: P
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.resume_checkpoint_path")
     assert report.diagnosis.evidence[0].line == 3
+
+
+def test_a_trainer_setting_its_enum_does_not_have_is_the_config(tmp_path: Path) -> None:
+    # bmaltais/kohya_ss#3064: transformers' ExplicitEnum._missing_ (utils/generic.py) under the frame that raises it
+    report = triage_lines(
+        tmp_path,
+        '  File "/kohya_ss/venv/lib/python3.10/site-packages/transformers/utils/generic.py", line 496, in _missing_',
+        "    raise ValueError(",
+        "ValueError: COSINE_WITH_MIN_LR is not a valid SchedulerType, please select one of ['linear', 'cosine',"
+        " 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup', 'inverse_sqrt',"
+        " 'reduce_lr_on_plateau', 'cosine_with_min_lr', 'warmup_stable_decay']`",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.enum_setting_refused")
