@@ -429,3 +429,39 @@ def test_numpy_2_under_an_extension_built_for_numpy_1_is_the_numpy_version(tmp_p
         "AttributeError: _ARRAY_API not found",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
+
+
+def test_a_cudnn_other_than_torchs_is_the_environment(tmp_path: Path) -> None:
+    for line in (
+        # pytorch/functorch#926: an older cuDNN on LD_LIBRARY_PATH under the PyTorch 1.12 cu113 binaries
+        "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against"
+        " (8, 0, 3)",
+        # VisionLearningGroup/DA_Detection#19: torch 1.x's older wording
+        "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cudnn_version_mismatch"), line
+
+
+def test_a_torchvision_op_without_its_cuda_kernel_is_the_torchvision_build(tmp_path: Path) -> None:
+    # nicofdga/DZ-FaceDetailer#21: the dispatcher's NotImplementedError, which python.yaml alone reads as a bug
+    report = triage_lines(
+        tmp_path,
+        "NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be"
+        " because the operator doesn't exist for this backend, or was omitted during the selective/custom build"
+        " process (if using custom build).",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.torchvision_ops_unloadable")
+
+
+def test_an_extension_that_cannot_import_numpys_core_is_the_numpy_version(tmp_path: Path) -> None:
+    # opencv/opencv#8139: cv2 under another NumPy than it was built against, as the log prints it
+    report = triage_lines(
+        tmp_path,
+        "ImportError: numpy.core.multiarray failed to import",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 3, in <module>',
+        "    import cv2",
+        "ImportError: numpy.core.multiarray failed to import",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
