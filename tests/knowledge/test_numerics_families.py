@@ -128,6 +128,15 @@ CASES = [
         ],
         DIVERGED,
     ),
+    (  # PaddlePaddle/PaddleSlim#1582: Paddle prints its fetched loss as a one-element array, finite then NaN
+        "paddle_bracketed_loss",
+        [
+            "2022-12-08 17:57:31,371-INFO: Total iter: 0, epoch: 0, batch: 0, loss: [10.000229]",
+            "2022-12-08 17:57:32,672-INFO: Total iter: 10, epoch: 0, batch: 10, loss: [nan]",
+            "2022-12-08 17:57:33,992-INFO: Total iter: 20, epoch: 0, batch: 20, loss: [nan]",
+        ],
+        DIVERGED,
+    ),
 ]
 
 
