@@ -7,7 +7,8 @@ resize), the data's inside a dataset's __getitem__ (one sample's own records dis
 in rank (a grey-scale or RGBA image, a colour mask, among the others). A number that does not parse, raised
 while numpy, pandas or scikit-learn convert a table, is a malformed record. A text decode error is the data's (a
 file not in the encoding its reader expects), unless a deserialiser read it: a pickle's first byte failing as
-UTF-8 under pickle.load means the file was opened in text mode, a code bug.
+UTF-8 under pickle.load means the file was opened in text mode, a code bug. pickle.load running out of input on the
+job's own files is an empty or truncated data file (a cache an earlier run left empty, a download cut short).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ _NOT_A_NUMBER = re.compile(
 )
 # Libraries that turn a table of records into numbers: a value that does not parse there is in the data.
 _TABLE_PACKAGES = frozenset({"numpy", "pandas", "sklearn"})
+# An unpickler called by the job's own code (not torch.load, whose files are checkpoints, nor multiprocessing's
+# start-up, where a Windows DataLoader worker that failed to start leaves its parent "Ran out of input").
+_UNPICKLE = re.compile(r"\b(?:c?[Pp]ickle|pkl|joblib|dill|np|numpy)\.load\(")
+_NOT_DATA_UNPICKLERS = ("multiprocessing/", "torch/serialization.py")
 # Readers of binary formats that, handed a text-mode file, see its bytes decoded as text.
 _DESERIALISER = re.compile(r"\b(?:pickle|cPickle|torch|np|numpy|joblib|dill)\.loads?\(")
 
@@ -59,6 +64,8 @@ def data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
     stacking samples of different sizes in a collate function."""
     if _table_value(exc):
         return Finding("malformed_value", FailureClass.DATA_ERROR, LIKELY, "a value of the data is not a number")
+    if _empty_pickle(exc):
+        return Finding("empty_pickle", FailureClass.DATA_ERROR, LIKELY, "a pickled data file is empty or cut short")
     reading = tb.worker is not None or is_worker_reraise(exc) or any(map(_is_data_frame, exc.frames))
     if not reading and not _raised_by_library_dataset(exc):
         return None
@@ -78,6 +85,15 @@ def _collates(frame: Frame) -> bool:
 
 def _rank(shape: str) -> int:
     return len([d for d in shape.split(",") if d.strip()])
+
+
+def _empty_pickle(exc: RaisedException) -> bool:
+    """EOFError 'Ran out of input' from pickle.load (or np/joblib's) on a data file: it is empty or cut short."""
+    if short_type(exc) != "EOFError" or "Ran out of input" not in exc.message:
+        return False
+    if any(marker in path(f) for f in exc.frames for marker in _NOT_DATA_UNPICKLERS):
+        return False
+    return any(_UNPICKLE.search(f.source or "") for f in exc.frames)
 
 
 def _table_value(exc: RaisedException) -> bool:

@@ -163,6 +163,33 @@ ValueError: could not convert string to float: Mozilla/5.0 (Windows NT 10.0; WOW
         FailureClass.DATA_ERROR,
         "traceback.malformed_value",
     ),
+    (
+        "endernewton/tf-faster-rcnn#171",  # the annotation cache an earlier run pickled is empty
+        """
+Traceback (most recent call last):
+  File "/media/tf/MyFiles/codes/tf-faster-rcnn/tools/../lib/datasets/voc_eval.py", line 126, in voc_eval
+    recs = pickle.load(f)
+EOFError: Ran out of input
+""",
+        FailureClass.DATA_ERROR,
+        "traceback.empty_pickle",
+    ),
+    (
+        # python/cpython:Lib/multiprocessing/spawn.py: a spawned child (a Windows DataLoader worker) reading its
+        # parent's pickled state from a pipe the parent closed; no data file is read
+        "python/cpython:Lib/multiprocessing/spawn.py",
+        r"""
+Traceback (most recent call last):
+File "<string>", line 1, in <module>
+File "multiprocessing\spawn.py", line 105, in spawn_main
+    exitcode = _main(fd)
+File "multiprocessing\spawn.py", line 115, in _main
+    self = reduction.pickle.load(from_parent)
+EOFError: Ran out of input
+""",
+        FailureClass.CODE_BUG,
+        "traceback.user_code_exception",
+    ),
 ]
 
 
