@@ -465,3 +465,30 @@ def test_an_extension_that_cannot_import_numpys_core_is_the_numpy_version(tmp_pa
         "ImportError: numpy.core.multiarray failed to import",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.numpy_abi")
+
+
+def test_a_name_python_removed_is_the_python_version(tmp_path: Path) -> None:
+    # johnson-c/ColRadPy#7: collections.Mapping under Python 3.10, after the bare "AttributeError: " line the log
+    # starts with (which alone is python.attribute_error's)
+    report = triage_lines(
+        tmp_path,
+        "AttributeError: ",
+        '  File "C:\\Users\\dsgah\\github\\ColRadPy\\colradpy\\colradpy_class.py", line 305, in update_dict',
+        "    if isinstance(v, collections.Mapping):",
+        "AttributeError: module 'collections' has no attribute 'Mapping'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.python_stdlib_removed")
+
+
+def test_transformers_checks_of_what_a_models_code_needs_are_the_environment(tmp_path: Path) -> None:
+    for line in (
+        # huggingface/transformers:src/transformers/dynamic_module_utils.py, check_imports (the source's format)
+        "ImportError: This modeling file requires the following packages that were not found in your environment:"
+        " einops. Run `pip install einops`",
+        # huggingface/transformers:src/transformers/modeling_utils.py, the flash-attention check (the source's format)
+        "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following error: the"
+        " package flash_attn seems to be not installed. Please refer to the documentation of"
+        " https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install Flash Attention 2.",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.transformers_requires_package"), line
