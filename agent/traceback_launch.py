@@ -2,9 +2,9 @@
 
 A launcher's summary of a child that failed, and Ray's exceptions that wrap a failure of a remote task, actor or
 node, only say that something failed elsewhere: symptoms, whose class the failure itself decides. A launcher
-variable that was never set (os.environ's KeyError, torch's env:// rendezvous) and a process or GPU count that
-a launcher or pool refuses are the job's configuration. Some of these are told by the frames alone, so a
-traceback the log cut off before its exception line is judged here too.
+variable that was never set (os.environ's KeyError, int() of os.environ.get's None, torch's env:// rendezvous) and a
+process or GPU count that a launcher or pool refuses are the job's configuration. Some of these are told by the
+frames alone, so a traceback the log cut off before its exception line is judged here too.
 """
 
 from __future__ import annotations
@@ -71,10 +71,17 @@ _PROCESS_COUNT = re.compile(
 )
 
 
+# int() of what os.environ.get / os.getenv return for a variable nobody set (None), in older and newer Pythons' words
+_INT_OF_NONE = re.compile(r"argument must be a string, a bytes-like object or a (?:real )?number, not 'NoneType'")
+_ENV_READ = re.compile(r"\bos\.(?:environ\.get|getenv)\(")
+
+
 def launch_settings(exc: RaisedException, tb: Traceback) -> Finding | None:
     """A launcher variable the job reads but nobody set, or a process count a launcher or pool refuses."""
     if reads_unset_variable(exc.frames) or (short_type(exc) == "KeyError" and _environ_lookup(exc.frames)):
         return Finding("missing_env_var", FailureClass.CONFIG_ERROR, LIKELY, "a launcher variable is not set")
+    if _converts_unset_variable(exc):
+        return Finding("missing_env_var", FailureClass.CONFIG_ERROR, LIKELY, "an environment variable is not set")
     outside = bool(exc.frames) and not is_user(exc.frames[-1])
     if short_type(exc) == "ValueError" and outside and _PROCESS_COUNT.search(exc.message):
         return Finding("process_count", FailureClass.CONFIG_ERROR, LIKELY, "the process count was refused")
@@ -85,6 +92,15 @@ def reads_unset_variable(frames: Sequence[Frame]) -> bool:
     """torch.distributed's env:// rendezvous failed reading a variable (MASTER_ADDR, RANK ...): its innermost
     frame is the reader that raises when the variable is not set."""
     return bool(frames) and frames[-1].function == "_get_env_or_raise"
+
+
+def _converts_unset_variable(exc: RaisedException) -> bool:
+    """int(os.environ.get("LOCAL_RANK")) of a variable that is not set: the TypeError of int(None), raised on the line
+    that reads the variable without a default."""
+    if short_type(exc) != "TypeError" or not _INT_OF_NONE.search(exc.message):
+        return False
+    raised = raiser(exc.frames)
+    return raised is not None and _ENV_READ.search(raised.source or "") is not None
 
 
 def _environ_lookup(frames: Sequence[Frame]) -> bool:

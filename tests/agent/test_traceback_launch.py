@@ -66,6 +66,18 @@ ray.worker.RayGetError: Could not get objectid ObjectID(0100000008623a3fd1946a91
         "traceback.remote_failure",
         Role.SYMPTOM,
     ),
+    (
+        "abhishekkrthakur/mlframework#6",  # int() of os.environ.get's None: run.sh never exported FOLD
+        """
+Traceback (most recent call last):
+ File "../src/train.py", line 12, in <module>
+    FOLD = int(os.environ.get("FOLD"))
+TypeError: int() argument must be a string, a bytes-like object or a number, not 'NoneType'
+""",
+        CONFIG,
+        "traceback.missing_env_var",
+        Role.ROOT_CAUSE,
+    ),
 ]
 
 
@@ -128,3 +140,18 @@ def _parsed(text: str) -> Traceback:
     record, _ = read_structure(lines[at:], at + 1, lambda line, number: LineRef(file="job.log", line=number, text=line))
     assert isinstance(record, Traceback)
     return record
+
+
+def test_int_of_none_that_no_environment_read_returned_is_no_unset_variable() -> None:
+    # Janspiry/Image-Super-Resolution-via-Iterative-Refinement#150: an LMDB key that is missing, not a variable
+    record = traceback_from(
+        """
+Traceback (most recent call last):
+  File "sr.py", line 56, in <module>
+    train_set = Data.create_dataset(dataset_opt, phase)
+  File "/home/htt/Documents/Image-Super-Resolution-via-Iterative-Refinement-master/Image-Super-Resolution-via-Iterative-Refinement-master/data/LRHR_dataset.py", line 23, in __init__
+    self.dataset_len = int(txn.get("length".encode("utf-8")))#源码
+TypeError: int() argument must be a string, a bytes-like object or a number, not 'NoneType'
+"""  # noqa: E501
+    )
+    assert judge(record).rule_id != "traceback.missing_env_var"
