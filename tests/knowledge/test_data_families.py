@@ -303,6 +303,14 @@ CASES = [
         ],
         DATA,
     ),
+    (  # fdlm/listening-moods#2: np.load on .npy feature files that are Git LFS pointers
+        "numpy_file_is_an_lfs_pointer",
+        [
+            "Cannot load file containing pickled data when allow_pickle=False",
+            "OSError: Failed to interpret file 'data/mcn_msd_big_source.npy' as a pickle",
+        ],
+        DATA,
+    ),
 ]
 
 
