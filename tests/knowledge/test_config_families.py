@@ -235,3 +235,16 @@ def test_a_trainer_setting_its_enum_does_not_have_is_the_config(tmp_path: Path) 
         " 'reduce_lr_on_plateau', 'cosine_with_min_lr', 'warmup_stable_decay']`",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.enum_setting_refused")
+
+
+def test_an_environment_read_converted_without_a_default_is_the_config_when_the_traceback_is_lost(
+    tmp_path: Path,
+) -> None:
+    # abhishekkrthakur/mlframework#6, as the thread shows it: no header, the exception line in markdown bold
+    report = triage_lines(
+        tmp_path,
+        ' File "../src/train.py", line 12, in <module>',
+        '    FOLD = int(os.environ.get("FOLD"))',
+        "**TypeError: int() argument must be a string, a bytes-like object or a number, not 'NoneType'**",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.unset_env_conversion")
