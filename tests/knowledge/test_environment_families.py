@@ -492,3 +492,14 @@ def test_transformers_checks_of_what_a_models_code_needs_are_the_environment(tmp
     ):
         report = triage_lines(tmp_path, line)
         assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.transformers_requires_package"), line
+
+
+def test_a_third_party_package_that_is_not_installed_is_the_environment(tmp_path: Path) -> None:
+    for line in (
+        # wolph/portalocker#86: pytest's report under Python 3.12, which no longer ships distutils
+        "E       ModuleNotFoundError: No module named 'distutils'",
+        # NVIDIA/TransformerEngine#1878: TE's own module imports einops, which its wheel does not declare
+        "ModuleNotFoundError: No module named 'einops'",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_python_package"), line
