@@ -248,3 +248,17 @@ def test_an_environment_read_converted_without_a_default_is_the_config_when_the_
         "**TypeError: int() argument must be a string, a bytes-like object or a number, not 'NoneType'**",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.unset_env_conversion")
+
+
+def test_a_quantized_model_placed_where_the_rank_cannot_train_it_is_the_config(tmp_path: Path) -> None:
+    # yangjianxin1/Firefly#270: QLoRA under torchrun, accelerate's prepare_model refusal after the launch command
+    report = triage_lines(
+        tmp_path,
+        "torchrun --nproc_per_node=4 train.py --train_args_file train_args/sft/qlora/qwen2-7b-sft-qlora.json",
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on a different device than the one"
+        " you're training on. Make sure you loaded the model on the correct device using for example"
+        " `device_map={'':torch.cuda.current_device()}you're training on. Make sure you loaded the model on the correct"
+        " device using for example `device_map={'':torch.cuda.current_device() or"
+        " device_map={'':torch.xpu.current_device()}",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.quantized_model_placement")
