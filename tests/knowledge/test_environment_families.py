@@ -503,3 +503,57 @@ def test_a_third_party_package_that_is_not_installed_is_the_environment(tmp_path
     ):
         report = triage_lines(tmp_path, line)
         assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_python_package"), line
+
+
+def test_code_indexing_the_cache_as_tuples_is_the_transformers_version(tmp_path: Path) -> None:
+    # peijunallin/alphalora#4: the project's copy of Mistral's modeling under a newer transformers; works with 4.41
+    report = triage_lines(
+        tmp_path,
+        '  File "/nas02/Hadi/Model-Selection-IF/alphalora/src/mola_modeling_mistral_hacked.py", line 1637, in'
+        " prepare_inputs_for_generation",
+        "    cache_length = past_length = past_key_values[0][0].shape[2]",
+        '  File "/home/haskari/miniconda3/envs/alphalora/lib/python3.10/site-packages/transformers/cache_utils.py",'
+        " line 314, in __getitem__",
+        '    raise KeyError(f"Cache only has {len(self)} layers, attempted to access layer with index {layer_idx}")',
+        "KeyError: 'Cache only has 0 layers, attempted to access layer with index 0'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cache_api_drift")
+
+
+def test_bitsandbytes_whose_cuda_setup_fails_at_import_is_the_environment(tmp_path: Path) -> None:
+    # NVlabs/RVT#76: bitsandbytes' cextension.py raising at import, the message on the lines after 'RuntimeError: '
+    report = triage_lines(
+        tmp_path,
+        '  File "/home/s/anaconda3/envs/rvt/lib/python3.8/site-packages/bitsandbytes/cextension.py", line 20, in'
+        " <module>",
+        "    raise RuntimeError('''",
+        "RuntimeError: ",
+        "        CUDA Setup failed despite GPU being available. Please run the following command to get more"
+        " information:",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.bitsandbytes_native_library")
+
+
+def test_cudnn_that_cannot_load_its_libraries_is_the_environment(tmp_path: Path) -> None:
+    # sjtuplayer/anomalydiffusion#76: cuDNN's own loader, then the abort
+    report = triage_lines(
+        tmp_path,
+        "Epoch: 0",
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such"
+        " file or directory",
+        "Please make sure libcudnn_cnn_infer.so.8 is in your library path!",
+        "Aborted",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cudnn_library_unloadable")
+
+
+def test_flash_attention_on_a_gpu_it_does_not_support_is_the_environment(tmp_path: Path) -> None:
+    # Dao-AILab/flash-attention#143: its backward on a T4
+    report = triage_lines(
+        tmp_path,
+        '.venv/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", line 42, in _flash_attn_backward',
+        "    _, _, _, softmax_d = flash_attn_cuda.bwd(",
+        "RuntimeError: Expected is_sm80 to be true, but got false.  (Could this error message be improved?  If so,"
+        " please report an enhancement request to PyTorch.)",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.arch_not_supported")
