@@ -29,6 +29,7 @@ class SimilarIncident(Strict):
     resolution: str | None = None
     job: str
     created_at: datetime
+    match: Literal["close", "weak", "distant"] = "distant"  # close: may decide; weak: only listed (agent/memory.py)
 
 
 class Diagnosis(Strict):

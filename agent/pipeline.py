@@ -78,7 +78,7 @@ def triage(
     diagnosis = diagnose(events, scans)
     print_ = fingerprint(scans, events)
     if memory is not None:
-        diagnosis = with_memory(diagnosis, recall(memory, print_, k), novelty)
+        diagnosis = with_memory(diagnosis, recall(memory, print_, k, novelty), novelty)
     usage: LLMUsage | None = None
     proposals: list[RuleProposal] = []
     options = llm_options or LLMOptions()

@@ -148,6 +148,14 @@ def eval_(
     llm_samples: Annotated[int, typer.Option(help="answers to sample per consulted case")] = 1,
     llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
     cases: Annotated[bool, typer.Option("--cases", help="with --format json: every case's prediction too")] = False,
+    recurrence: Annotated[
+        bool,
+        typer.Option(
+            "--recurrence", help="with --memory: store every case, then find it again buried in a generated job"
+        ),
+    ] = False,
+    recurrence_mb: Annotated[float, typer.Option(help="with --recurrence: MB of log per node of each job")] = 3.0,
+    recurrence_nodes: Annotated[int, typer.Option(help="with --recurrence: nodes of each job")] = 4,
 ) -> None:
     """Triage every labeled case of DIR and report accuracy, F1, action, evidence and node hit rates.
 
@@ -162,14 +170,17 @@ def eval_(
         from crashcart.evals.memory_eval import evaluate_memory
 
         compared = evaluate_memory(
-            directory, k=k, llm=settings, llm_options=LLMOptions(samples=llm_samples, timeout_s=llm_timeout)
+            directory,
+            k=k,
+            llm=settings,
+            llm_options=LLMOptions(samples=llm_samples, timeout_s=llm_timeout),
+            recurrence=recurrence,
+            nodes=recurrence_nodes,
+            mb_per_node=recurrence_mb,
         )
         if fmt is Format.json:
-            drop = (
-                None
-                if cases
-                else {m: {"results"} for m in ("rules", "rules_memory_loo", "retrieval_only", "rules_memory_llm")}
-            )
+            modes = ("rules", "rules_memory_loo", "retrieval_only", "rules_memory_llm", "recurrence")
+            drop = None if cases else {m: {"results"} for m in modes}
             sys.stdout.write(compared.model_dump_json(exclude=drop) + "\n")
         else:
             Console().print(render_memory(compared))

@@ -1,8 +1,10 @@
-"""How much incident memory adds: rules alone, rules + memory (leave-one-out), retrieval alone, top-k recall.
+"""How much incident memory adds: rules alone, rules + memory (leave-one-out), retrieval alone, top-k recall,
+and with `recurrence` the cases recognised again inside generated jobs (evals/recurrence.py).
 
 Each case is triaged once. Its incident (fingerprint + labeled class) goes into an in-memory store; then
 every case is diagnosed again with all the *other* cases in memory (leave-one-out), and with retrieval
-only (fingerprints without rule ids, rules switched off: the neighbours' vote or `unknown`).
+only (fingerprints without rule ids, rules switched off: the neighbours' vote or `unknown`). The nearest
+neighbours' similarities calibrate both thresholds of agent/memory.py: novelty and the floor of "seen before".
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, vote, with_memory
+from crashcart.agent.memory import CLOSE_SIMILARITY, NOVELTY_THRESHOLD, recall, vote, with_memory
 from crashcart.agent.models import Diagnosis, SimilarIncident
 from crashcart.agent.report import Report
 from crashcart.evals.dataset import LabeledCase, load_evalset
 from crashcart.evals.metrics import EvalReport, compute_metrics
+from crashcart.evals.recurrence import RecurrenceReport, calibrate_close, evaluate_recurrence
 from crashcart.evals.runner import case_result
 from crashcart.knowledge.incident_store import MemoryIncidentStore
 from crashcart.knowledge.incidents import Incident
@@ -60,11 +63,14 @@ class MemoryEvalReport(Strict):
     novel_cases: int
     memory_decided: int
     calibrated_threshold: float  # the split of top-1 similarities that best separates same-class neighbours
+    close_similarity: float  # the floor from which a neighbour may decide, as used
+    calibrated_close: float  # the lowest floor at which the nearest neighbours are 95% of the right class
     rules: EvalReport
     rules_memory_loo: EvalReport
     retrieval_only: EvalReport
     rules_memory_llm: EvalReport | None = None  # with --llm: the model consulted where rules+memory are unsure
     llm_usage: LLMTotals | None = None
+    recurrence: RecurrenceReport | None = None
 
 
 def _strip_rules(incident: Incident) -> Incident:
@@ -72,8 +78,10 @@ def _strip_rules(incident: Incident) -> Incident:
     return incident.model_copy(update={"fingerprint": bare})
 
 
-def _neighbours(store: MemoryIncidentStore, incident: Incident, k: int) -> list[SimilarIncident]:
-    return [s for s in recall(store, incident.fingerprint, k + 1) if s.id != incident.id][:k]
+def _neighbours(
+    store: MemoryIncidentStore, incident: Incident, k: int, threshold: float, close: float
+) -> list[SimilarIncident]:
+    return [s for s in recall(store, incident.fingerprint, k + 1, threshold, close) if s.id != incident.id][:k]
 
 
 def _retrieval_only(neighbours: list[SimilarIncident], threshold: float) -> Diagnosis:
@@ -98,8 +106,13 @@ def evaluate_memory(
     llm: LLMSettings | None = None,
     chat_model: BaseChatModel | None = None,
     llm_options: LLMOptions | None = None,
+    close: float = CLOSE_SIMILARITY,
+    recurrence: bool = False,
+    nodes: int = 4,
+    mb_per_node: float = 3.0,
 ) -> MemoryEvalReport:
-    """Leave-one-out over the set at root, in the three modes (four with a model)."""
+    """Leave-one-out over the set at root, in the three modes (four with a model); with `recurrence`, every case
+    stored and recognised again inside a generated job of `nodes` x `mb_per_node` MB."""
     from crashcart.agent.cases import incident_from_report  # lazy: loads the pipeline
 
     if triage_fn is None:
@@ -122,11 +135,13 @@ def evaluate_memory(
     top1 = topk = novel = decided = 0
     nearest: list[tuple[float, bool]] = []
     for (case, report, seconds), incident in zip(runs, incidents, strict=True):
-        near = _neighbours(full, incident, k)
-        with_mem = with_memory(report.diagnosis, near, threshold)
+        near = _neighbours(full, incident, k, threshold, close)
+        with_mem = with_memory(report.diagnosis, near, threshold, close)
         rules.append(case_result(case, report.diagnosis, seconds))
         memory.append(case_result(case, with_mem, seconds))
-        retrieval.append(case_result(case, _retrieval_only(_neighbours(bare, incident, k), threshold), seconds))
+        retrieval.append(
+            case_result(case, _retrieval_only(_neighbours(bare, incident, k, threshold, close), threshold), seconds)
+        )
         top1 += bool(near) and near[0].failure_class is case.failure_class
         if near:
             nearest.append((near[0].similarity, near[0].failure_class is case.failure_class))
@@ -138,7 +153,13 @@ def evaluate_memory(
     with_llm, totals = None, None
     if llm is not None or chat_model is not None:
         with_llm, totals = _llm_mode(Path(root), runs, incidents, k, threshold, llm, chat_model, llm_options)
+    again = None
+    if recurrence:
+        again = _recurrence(Path(root), cases, incidents, full, k, threshold, close, nodes, mb_per_node)
     return MemoryEvalReport(
+        recurrence=again,
+        close_similarity=close,
+        calibrated_close=calibrate_close(nearest + (again.nearest() if again else [])),
         rules_memory_llm=with_llm,
         llm_usage=totals,
         cases=len(cases),
@@ -156,6 +177,29 @@ def evaluate_memory(
         rules_memory_loo=m,
         retrieval_only=o,
     )
+
+
+def _recurrence(
+    root: Path,
+    cases: list[LabeledCase],
+    incidents: list[Incident],
+    store: MemoryIncidentStore,
+    k: int,
+    threshold: float,
+    close: float,
+    nodes: int,
+    mb_per_node: float,
+) -> RecurrenceReport:
+    from crashcart.api import triage
+
+    def alone(logs: Path) -> Diagnosis:
+        return triage([str(logs)]).diagnosis
+
+    def remembered(logs: Path) -> Diagnosis:
+        report = triage([str(logs)])
+        return with_memory(report.diagnosis, recall(store, report.fingerprint, k, threshold, close), threshold, close)
+
+    return evaluate_recurrence(root, cases, [i.id for i in incidents], alone, remembered, nodes, mb_per_node)
 
 
 def _llm_mode(

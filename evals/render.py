@@ -160,7 +160,16 @@ def render_memory(report: MemoryEvalReport) -> RenderableType:
         f"correct class is the top neighbour in {report.top1_recall:.1%} of cases, among the top "
         f"{report.k} in {report.topk_recall:.1%}; memory decided {report.memory_decided}, "
         f"{report.novel_cases} reported as new; calibrated novelty threshold {report.calibrated_threshold:.2f}"
+        f"\nseen-before floor {report.close_similarity:.2f} (calibrated: {report.calibrated_close:.2f})"
     )
+    again = report.recurrence
+    if again is not None:
+        footer += (
+            f"\nrecurrence: {again.cases} cases, each buried in a {again.nodes}-node job of {again.mb_per_node:g} MB "
+            f"per node: recognised {again.recurrence_recall:.3f} (rules alone {again.rules_accuracy:.3f}), own "
+            f"incident nearest in {again.own_first:.1%}; {again.healthy_false_alarms} false alarms on "
+            f"{again.healthy_jobs} healthy jobs"
+        )
     u = report.llm_usage
     if u is not None:
         cost = "unknown cost" if u.cost_usd is None else f"${u.cost_usd:.4f}"

@@ -86,3 +86,49 @@ def test_recall_reads_a_store_best_first() -> None:
     assert [s.failure_class for s in got] == [FailureClass.STORAGE, FailureClass.DATA_ERROR]
     assert got[0].similarity > 0.99 > got[1].similarity
     assert recall(store, Fingerprint(), k=2) == []
+
+
+def _drain(sim: float, id_: str) -> SimilarIncident:
+    return _similar(FailureClass.GPU_HARDWARE, sim, id_=id_).model_copy(update={"action": Action.DRAIN_NODE_AND_RETRY})
+
+
+def test_one_close_match_never_drains_a_node_on_its_own() -> None:
+    generic = _diag(FailureClass.CUDA_ERROR, confidence=0.6).model_copy(update={"action": Action.RETRY})
+    one = with_memory(generic, [_drain(0.95, "inc-a"), _similar(FailureClass.CUDA_ERROR, 0.5)])
+    assert one.failure_class is FailureClass.CUDA_ERROR and one.action is Action.RETRY and one.decided_by == "rules"
+    two = with_memory(generic, [_drain(0.95, "inc-a"), _drain(0.9, "inc-b")])
+    assert two.action is Action.DRAIN_NODE_AND_RETRY and two.decided_by == "memory"
+    # where the rules drain already, one close match may say which incident it was
+    draining = generic.model_copy(update={"failure_class": FailureClass.NETWORK, "action": Action.DRAIN_NODE_AND_RETRY})
+    assert with_memory(draining, [_drain(0.95, "inc-a")]).failure_class is FailureClass.GPU_HARDWARE
+
+
+def test_a_weak_match_is_listed_and_labelled_but_decides_nothing() -> None:
+    store = MemoryIncidentStore()
+    # NCCL's IB transport (NVIDIA/nccl:src/transport/net_ib.cc, its format with values filled in), then a line of
+    # torch elastic's teardown (torch/distributed/elastic/multiprocessing/api.py)
+    ib = "NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129"
+    fp = Fingerprint(templates=[ib], rule_ids=["net.ib"])
+    store.add(
+        Incident(
+            fingerprint=fp,
+            failure_class=FailureClass.NETWORK,
+            action=Action.DRAIN_NODE_AND_RETRY,
+            provenance=Provenance(job="j"),
+        )
+    )
+    query = Fingerprint(
+        templates=[
+            ib,
+            "torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 4242 closing signal SIGTERM",
+        ]
+    )
+    near = recall(store, query, k=1, threshold=0.3, close=0.99)
+    assert [s.match for s in near] == ["weak"]
+    d = with_memory(_diag(), near, threshold=0.3, close=0.99)
+    assert d.failure_class is FailureClass.UNKNOWN and "weak match" in d.summary and d.similar[0].match == "weak"
+
+
+def test_a_sure_root_cause_verdict_stands_against_a_close_match() -> None:
+    sure = _diag(FailureClass.STORAGE, confidence=0.85)
+    assert with_memory(sure, [_similar(FailureClass.CODE_BUG, 0.99)]).failure_class is FailureClass.STORAGE
