@@ -5,10 +5,10 @@ user's line called with a keyword it no longer takes is a version mismatch; an a
 framework ships (trl's GRPOConfig, transformers' TrainingArguments) or on the trainer a framework attached to the
 user's module is one too; the user's own class missing an attribute it never had is a bug.
 
-Three more shapes say the installed stack and the code are different releases, whatever the exception: a copy of a
+More shapes say the installed stack and the code are different releases, whatever the exception: a copy of a
 library's internals in the user's tree (webdataset's group_by_keys, transformers' _inner_training_loop) failing on
-what the library has since changed; a package's own loader not finding its compiled library; and transformers'
-auto classes not knowing a checkpoint's model type.
+what the library has since changed; a package's own loader not finding its compiled library; transformers' auto
+classes not knowing a checkpoint's model type; and an installed package whose module body fails while imported.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ _LIBRARY_CALL = re.compile(
 
 def api_drift(exc: RaisedException, tb: Traceback) -> Finding | None:
     """A library's API that changed under the user's code, or the user's own bug (TypeError/AttributeError)."""
-    return native_library(exc, tb) or model_registry(exc, tb) or copied_internals(exc, tb) or _api_use(exc)
+    found = native_library(exc, tb) or model_registry(exc, tb) or copied_internals(exc, tb)
+    return found or library_import(exc, tb) or _api_use(exc)
 
 
 def _api_use(exc: RaisedException) -> Finding | None:
@@ -223,3 +224,22 @@ def copied_internals(exc: RaisedException, tb: Traceback) -> Finding | None:
     if not _LIBRARY_INTERNALS.fullmatch(raised.function or ""):
         return None
     return Finding("copied_internals", FailureClass.ENVIRONMENT, LIKELY, "a copy of a library's internals is stale")
+
+
+# What an installed package's module raises at its own top level, while it is being imported, when the interpreter
+# or the packages beside it are not the ones it was made for: 3.10 syntax under Python 3.9 (TypeError at a
+# 'X | None' annotation, st1vms/unofficial-claude-api#11), a name another package or Python dropped
+# (AttributeError, NameError), a syntax of a newer Python. A ValueError, KeyError or RuntimeError there is as
+# often the package checking its settings (an environment variable), so those are left to the other rules.
+_IMPORT_TIME_TYPES = frozenset({"TypeError", "AttributeError", "NameError", "SyntaxError"})
+
+
+def library_import(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """Raised by an installed package's module body while it was imported: the package does not fit the
+    interpreter or the packages beside it."""
+    raised = raiser(exc.frames)
+    if raised is None or not is_library(raised) or raised.function != "<module>":
+        return None
+    if short_type(exc) not in _IMPORT_TIME_TYPES:
+        return None
+    return Finding("import_time_failure", FailureClass.ENVIRONMENT, LIKELY, "an installed package fails at import")

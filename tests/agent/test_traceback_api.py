@@ -186,3 +186,45 @@ def test_a_stack_of_another_release_than_the_code_is_the_environment(
 ) -> None:
     verdict = judge(traceback_from(text))
     assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
+
+
+IMPORT_CASES = [
+    (
+        "SemaphoreSolutions/s4-clarity-lib#36",  # the installed package's module body under Python 3.10
+        """
+>>> from s4.clarity.scripts import TriggeredStepEPP
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+  File "/opt/pkg/lib/python3.10/site-packages/s4/clarity/__init__.py", line 12, in <module>
+    from ._internal.lazy_property import lazy_property
+  File "/opt/pkg/lib/python3.10/site-packages/s4/clarity/_internal/__init__.py", line 6, in <module>
+    from .fields import FieldsMixin
+  File "/opt/pkg/lib/python3.10/site-packages/s4/clarity/_internal/fields.py", line 163, in <module>
+    class FieldsDict(collections.MutableMapping):
+AttributeError: module 'collections' has no attribute 'MutableMapping'
+""",
+    ),
+    (
+        "st1vms/unofficial-claude-api#11",  # 'SessionData | None' evaluated at import under Python 3.9
+        """
+>>> from claude2_api import *
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+  File "/usr/local/lib/python3.9/dist-packages/claude2_api/__init__.py", line 2, in <module>
+    from .client import (
+  File "/usr/local/lib/python3.9/dist-packages/claude2_api/client.py", line 21,
+in <module>
+    from .session import SessionData
+  File "/usr/local/lib/python3.9/dist-packages/claude2_api/session.py", line 41, in <module>
+    def get_session_data(profile: str = "", quiet: bool = False) -> SessionData
+| None:
+TypeError: unsupported operand type(s) for |: 'type' and 'NoneType'
+""",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "text"), IMPORT_CASES, ids=[c[0] for c in IMPORT_CASES])
+def test_an_installed_package_failing_at_its_own_import_is_the_environment(source: str, text: str) -> None:
+    verdict = judge(traceback_from(text))
+    assert (verdict.failure_class, verdict.rule_id) == (ENV, "traceback.import_time_failure"), verdict.reason

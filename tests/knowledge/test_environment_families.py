@@ -557,3 +557,14 @@ def test_flash_attention_on_a_gpu_it_does_not_support_is_the_environment(tmp_pat
         " please report an enhancement request to PyTorch.)",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.arch_not_supported")
+
+
+def test_python_3_10_syntax_under_an_older_python_is_the_python_version(tmp_path: Path) -> None:
+    # hayden-cn/ComfyUI-Model-Manager#164: a 'str | None' default in a def, evaluated at import under Python 3.9
+    report = triage_lines(
+        tmp_path,
+        '...\\ComfyUI\\custom_nodes\\ComfyUI-Model-Manager\\py\\utils.py", line 311, in <module>',
+        "    def save_model_preview_image(model_path: str, image_file_or_url: Any, platform: str | None = None):",
+        "TypeError: unsupported operand type(s) for |: 'type' and 'NoneType'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.python_too_old_for_syntax")
