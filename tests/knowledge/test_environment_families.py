@@ -568,3 +568,50 @@ def test_python_3_10_syntax_under_an_older_python_is_the_python_version(tmp_path
         "TypeError: unsupported operand type(s) for |: 'type' and 'NoneType'",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.python_too_old_for_syntax")
+
+
+def test_tensorflows_cudnn_older_than_its_build_is_the_environment(tmp_path: Path) -> None:
+    # tensorflow/tensorflow#37606: TensorFlow 1.15 on a Jetson, the E line of its stream executor
+    report = triage_lines(
+        tmp_path,
+        "2020-07-02 18:49:12.161725: I tensorflow/stream_executor/platform/default/dso_loader.cc:44] Successfully"
+        " opened dynamic library libcudnn.so.7",
+        "2020-07-02 18:49:18.254447: E tensorflow/stream_executor/cuda/cuda_dnn.cc:320] Loaded runtime CuDNN library:"
+        " 7.5.0 but source was compiled with: 7.6.3.  CuDNN library major and minor version needs to match or have"
+        " higher minor version in case of CuDNN 7.0 or later version. If using a binary install, upgrade your CuDNN"
+        " library.  If building from sources, make sure the library loaded at runtime is compatible with the version"
+        " specified during compile configuration.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cudnn_version_mismatch")
+
+
+def test_a_host_gcc_nvcc_refuses_is_the_toolchain(tmp_path: Path) -> None:
+    # ceccocats/tkDNN#134: nvcc's crt/host_config.h, then CMake's failure
+    report = triage_lines(
+        tmp_path,
+        "/usr/local/cuda/include/crt/host_config.h:138:2: error: #error -- unsupported GNU version! gcc versions later"
+        " than 8 are not supported!",
+        "  138 | #error -- unsupported GNU version! gcc versions later than 8 are not supported!",
+        "      |  ^~~~~",
+        "CMake Error at kernels_generated_upsample.cu.o.cmake:220 (message):",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.host_compiler_version")
+
+
+def test_docker_without_the_nvidia_runtime_is_the_environment(tmp_path: Path) -> None:
+    # hiyouga/LlamaFactory#5268: docker run --gpus on a host whose daemon cannot select a GPU driver
+    report = triage_lines(
+        tmp_path, 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]]'
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu")
+
+
+def test_a_distribution_pkg_resources_cannot_find_is_the_environment(tmp_path: Path) -> None:
+    # pimutils/khal#88: the console script's requirement is not installed
+    report = triage_lines(
+        tmp_path,
+        '  File "/usr/lib/python2.7/site-packages/pkg_resources.py", line 639, in resolve',
+        "    raise DistributionNotFound(req)",
+        "pkg_resources.DistributionNotFound: click",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_python_package")
