@@ -615,3 +615,15 @@ def test_a_distribution_pkg_resources_cannot_find_is_the_environment(tmp_path: P
         "pkg_resources.DistributionNotFound: click",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_python_package")
+
+
+def test_an_8bit_load_without_its_packages_is_the_environment(tmp_path: Path) -> None:
+    # zjunlp/DeepKE#628: from_pretrained's ImportError, as raised in transformers' modeling_utils.py
+    report = triage_lines(
+        tmp_path,
+        '  File "D:\\app\\Anaconda\\envs\\deepke-llm\\lib\\site-packages\\transformers\\modeling_utils.py", line 2482,'
+        " in from_pretrained",
+        "    raise ImportError(",
+        "ImportError: Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the late",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_accelerator_package")
