@@ -179,9 +179,9 @@ def native_library(exc: RaisedException, tb: Traceback) -> Finding | None:
 
 
 # transformers' AutoConfig looks the checkpoint's model_type up in CONFIG_MAPPING (models/auto/configuration_auto.py)
-# and, before 4.36, raised a bare KeyError for a type the installed release does not know (QwenLM/Qwen3#434's
-# "KeyError: 'qwen2'" under transformers 4.32); later releases say "does not recognize this architecture"
-# (env.version_conflict).
+# and, before 4.36, raised a bare KeyError for a type the installed release does not know (yangjianxin1/Firefly#236's
+# "KeyError: 'gemma'" under the transformers its requirements pin); later releases say "does not recognize this
+# architecture" (env.version_conflict).
 _MODEL_REGISTRY = re.compile(r"/transformers/models/auto/configuration_auto\.py$")
 
 
