@@ -629,3 +629,25 @@ def test_an_8bit_load_without_its_packages_is_the_environment(tmp_path: Path) ->
         "ImportError: Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the late",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_accelerator_package")
+
+
+def test_triton_without_the_drivers_libcuda_so_is_the_environment(tmp_path: Path) -> None:
+    # unslothai/unsloth#679: Triton 2.x's libcuda_dirs, then its hint
+    report = triage_lines(
+        tmp_path,
+        "AssertionError: libcuda.so cannot found!",
+        "Possible files are located at ['/lib/x86_64-linux-gnu/libcuda.so.1'].Please create a symlink of libcuda.so to"
+        " any of the file.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_toolkit_missing")
+
+
+def test_a_gpu_checkpoint_loaded_where_torch_sees_no_gpu_is_the_environment(tmp_path: Path) -> None:
+    # kleinlee/DH_live#22: the maintainer: the CPU build of pytorch is installed
+    report = triage_lines(
+        tmp_path,
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If"
+        " you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map"
+        " your storages to the CPU.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu")
