@@ -36,11 +36,11 @@ def test_memory_loop_add_triage_search_export_import(cli, tmp_path: Path) -> Non
         "add",
         first,
         "--class",
-        "node_failure",
+        "storage",  # a class that does not drain: one matching incident never drains a node on its own
         "--by",
         "alice",
         "--resolution",
-        "drained the host, restarted",
+        "remounted the scratch filesystem, restarted",
         "--memory",
         db,
     )
@@ -49,9 +49,9 @@ def test_memory_loop_add_triage_search_export_import(cli, tmp_path: Path) -> Non
 
     code, out, _ = cli("triage", again, "--format", "json", "--memory", db)
     d = json.loads(out)["diagnosis"]
-    assert (d["failure_class"], d["decided_by"], d["novel"]) == ("node_failure", "memory", False)
+    assert (d["failure_class"], d["decided_by"], d["novel"]) == ("storage", "memory", False)
     assert d["similar"][0]["id"] == incident_id and d["similar"][0]["similarity"] > 0.6
-    assert "drained the host" in d["summary"]
+    assert "remounted the scratch filesystem" in d["summary"]
 
     code, out, _ = cli("triage", other, "--format", "json", "--memory", db)
     d = json.loads(out)["diagnosis"]
