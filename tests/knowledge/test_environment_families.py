@@ -502,6 +502,8 @@ def test_a_third_party_package_that_is_not_installed_is_the_environment(tmp_path
         "E       ModuleNotFoundError: No module named 'distutils'",
         # NVIDIA/TransformerEngine#1878: TE's own module imports einops, which its wheel does not declare
         "ModuleNotFoundError: No module named 'einops'",
+        # ultralytics/ultralytics#13155: a torchvision module newer torchvision removed
+        "No module named 'torchvision.models.utils'",
     ):
         report = triage_lines(tmp_path, line)
         assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.missing_python_package"), line
