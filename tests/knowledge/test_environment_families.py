@@ -653,3 +653,9 @@ def test_a_gpu_checkpoint_loaded_where_torch_sees_no_gpu_is_the_environment(tmp_
         " your storages to the CPU.",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu")
+
+
+def test_bitsandbytes_native_calls_on_its_missing_library_are_the_environment(tmp_path: Path) -> None:
+    # ovh/ai-training-examples#102's title: bitsandbytes went on without its CUDA library, lib None
+    report = triage_lines(tmp_path, "AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'")
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.bitsandbytes_native_library")
