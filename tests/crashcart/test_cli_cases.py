@@ -61,7 +61,7 @@ def test_memory_loop_add_triage_search_export_import(cli, tmp_path: Path) -> Non
     assert code == 0 and incident_id[:10] in out
     code, out, _ = cli("cases", "show", incident_id, "--memory", db)
     shown = json.loads(out)
-    assert shown["provenance"]["confirmed_by"] == "alice" and shown["failure_class"] == "node_failure"
+    assert shown["provenance"]["confirmed_by"] == "alice" and shown["failure_class"] == "storage"
 
     export = tmp_path / "team.jsonl"
     assert cli("cases", "export", str(export), "--memory", db)[0] == 0
@@ -122,12 +122,12 @@ def test_add_a_job_whose_file_name_is_not_utf8(cli, tmp_path: Path) -> None:
     name = os.fsdecode(b"rank3-caf\xe9.log")
     (job / name).write_text(QUORUM.format(i=1, s=100, g=7, h="gpu-a17"))
     db = str(tmp_path / "mem.db")
-    code, out, err = cli("cases", "add", str(job), "--class", "node_failure", "--memory", db)
+    code, out, err = cli("cases", "add", str(job), "--class", "storage", "--memory", db)
     assert (code, err) == (0, ""), err
     code, out, _ = cli("triage", str(job), "--format", "json", "--memory", db)
     assert code == 0
     report = json.loads(out)
-    assert report["diagnosis"]["failure_class"] == "node_failure"  # recalled from the stored incident
+    assert report["diagnosis"]["failure_class"] == "storage"  # recalled from the stored incident
     assert report["diagnosis"]["evidence"][0]["file"] == "rank3-caf\\xe9.log"
 
 
