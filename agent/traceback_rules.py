@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from crashcart.agent.traceback_api import api_drift
+from crashcart.agent.traceback_api import api_drift, copied_internals
 from crashcart.agent.traceback_data import data_loading, text_decoding
 from crashcart.agent.traceback_findings import BARE, CONFIDENT, LIKELY, OWN_CODE, SUMMARY, WEAK, Finding
 from crashcart.agent.traceback_frames import (
@@ -296,6 +296,7 @@ _RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
     _builds,
     _imports,
     _errno,
+    copied_internals,  # before the data rules: a copy of webdataset's loop raises under webdataset's own frames
     text_decoding,
     data_loading,
     _config,

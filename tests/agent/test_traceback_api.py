@@ -111,6 +111,25 @@ def test_whose_object_lacks_the_attribute_decides(source: str, text: str, cls: F
 # registry that does not know the checkpoint's type, a Trainer attribute of another release.
 DRIFT_CASES = [
     (
+        # A DataLoader worker's re-raise around the copy: the worker's lines are dbolya/yolact#644's, the copy's
+        # frame and exception mbzuai-oryx/UniMed-CLIP#2's. The copy decides before the data rules read the worker.
+        "yolact#644+UniMed-CLIP#2",
+        """
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.7/dist-packages/torch/_utils.py", line 394, in reraise
+    raise self.exc_type(msg)
+KeyError: Caught KeyError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "/usr/local/lib/python3.7/dist-packages/torch/utils/data/_utils/worker.py", line 178, in _worker_loop
+    data = fetcher.fetch(index)
+  File "/data/UniMed-CLIP/src/training/data.py", line 271, in group_by_keys_nothrow
+    fname, value = filesample["fname"], filesample["data"]
+KeyError: 'fname'
+""",
+        ENV,
+        "traceback.copied_internals",
+    ),
+    (
         "mbzuai-oryx/UniMed-CLIP#2",  # the project's copy of webdataset's group_by_keys under webdataset 0.2.96+
         """
 File "/data/UniMed-CLIP/src/training/data.py", line 271, in group_by_keys_nothrow
