@@ -72,6 +72,14 @@ _SIGNAL = re.compile(r"got signal: (\d+)")
 _HUMAN_SIGNALS = {"1": "SIGHUP", "2": "SIGINT"}
 
 
+def _nonfinite(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """FloatingPointError: what numpy's error state, JAX's debug_nans and fairseq's loss scaler raise when a
+    value of the run went NaN or Inf."""
+    if short_type(exc) == "FloatingPointError":
+        return Finding("nonfinite_value", FailureClass.LOSS_DIVERGENCE, LIKELY, "a non-finite value stopped the run")
+    return None
+
+
 def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
     """Ctrl-C, a closed terminal (SIGHUP) or a SIGTERM reaching the launcher's wait loop."""
     if short_type(exc) == "KeyboardInterrupt":
@@ -291,6 +299,7 @@ _RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
     launcher_summary,
     _memory,
     remote_failure,
+    _nonfinite,
     _cancelled,
     launch_settings,
     _builds,

@@ -680,6 +680,17 @@ RuntimeError: random_ expects 'from' to be less than 'to', but got from=0 >= to=
         CODE,
         "traceback.bare_runtime_error",
     ),
+    (
+        "facebookresearch/fairseq#1215",  # fp16 loss scale at its floor (message garbled; the header is Python's)
+        """
+Traceback (most recent call last):
+  File "/home/sumegha/fairseq/fairseq/optim/fp16_optimizer.py", line 189, in clip_grad_norm
+    ).format(self.args. scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.min_loss_scale))
+FloatingPointError: Minimum loss.
+""",  # noqa: E501
+        FailureClass.LOSS_DIVERGENCE,
+        "traceback.nonfinite_value",
+    ),
 ]
 
 
