@@ -41,7 +41,14 @@ def fingerprint(scans: Sequence[FileScan], events: Sequence[Event]) -> Fingerpri
     symptoms = [e for e in signals if e.role is not Role.ROOT_CAUSE]
     ruled = {e.rule_id for e in signals}
     progressing = any(_last_progress(scan) is not None for scan in scans)
-    window = [s for scan in scans for s in _window(scan, progressing) if not set(s.rule_ids) & ruled]
+    where = {e.file for e in causes}  # the files the root cause shows in: the other files' tails are theirs
+    window = [
+        s
+        for scan in scans
+        if not where or scan.file in where
+        for s in _window(scan, progressing)
+        if not set(s.rule_ids) & ruled
+    ]
     window.sort(key=lambda s: ERRORISH.search(s.template) is None)  # stable: error-like lines first
     cited = [*(e.text for e in causes)] if causes else []
     lines = _lines([*_traceback_lines(scans, causes), *cited, *(s.first.text for s in window)])

@@ -21,7 +21,7 @@ from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 NOVELTY_THRESHOLD = 0.35  # best similarity below this: a new failure (`crashcart eval --memory` calibrates)
-CLOSE_SIMILARITY = 0.8  # from this a neighbour may decide: "seen before" (`crashcart eval --memory` calibrates)
+CLOSE_SIMILARITY = 0.85  # from this a neighbour may decide ("seen before"): calibrated on the corpus dev half
 DRAIN_AGREEING = 2  # close incidents that must agree before memory alone drains a node
 MIN_SHARE = 0.5  # the winning class must hold this share of the neighbours' weight
 HALF_LIFE_DAYS = 90.0

@@ -55,3 +55,15 @@ def test_symptoms_stand_in_only_where_no_root_cause_shows(tmp_path: Path) -> Non
     both = triage([str(tmp_path / "b")]).fingerprint
     assert all("Watchdog" not in t for t in both.templates) and any("Xid" in t for t in both.templates)
     assert all(not r.startswith("coll.") for r in both.rule_ids)
+
+
+def test_only_the_files_the_root_cause_shows_in_give_their_last_lines(tmp_path: Path) -> None:
+    # The XID (wilicc/gpu-burn#1) in one node's kernel log; another node's last line is torchrun's start-up note
+    # (pytorch/pytorch#101281): that node's tail says nothing of this failure.
+    (tmp_path / "node01.log").write_text("[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.\n")
+    note = "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default"
+    (tmp_path / "node02.log").write_text(note + "\n")
+    fp = triage([str(tmp_path)]).fingerprint
+    assert any("Xid" in t for t in fp.templates) and all("OMP_NUM_THREADS" not in t for t in fp.templates)
+    (tmp_path / "node01.log").unlink()  # no root cause anywhere: every file's last lines are the failure's
+    assert any("OMP_NUM_THREADS" in t for t in triage([str(tmp_path)]).fingerprint.templates)
