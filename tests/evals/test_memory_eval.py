@@ -8,19 +8,29 @@ from pathlib import Path
 from crashcart.evals.memory_eval import evaluate_memory
 from crashcart.evals.render import render_memory
 
-RECURRING = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
-2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step {s} after quorum loss on host {h}
-"""
-OTHER = "2026-03-02 11:00:0{i} ERROR frobnicator checksum mismatch in widget {s} on {h}\n"
+# Lines no rule knows, from real logs (Loghub's Zookeeper_2k.log and HDFS_2k.log, in ../shared/data): a Zookeeper
+# ensemble losing its quorum peers, and a DataNode failing to serve a block, each with its numbers varied per case
+# the way they vary between occurrences in those logs.
+RECURRING = "".join(
+    line + "\n"
+    for line in (
+        "2015-07-29 19:13:2{i},282 - WARN  [RecvWorker:188978561024:QuorumCnxManager$RecvWorker@762] - "
+        "Connection broken for id 188978561024, my id = {i}, error = ",
+        "2015-07-29 19:13:2{i},721 - WARN  [QuorumPeer[myid={i}]/0:0:0:0:0:0:0:0:2181:QuorumCnxManager@368] - "
+        "Cannot open channel to {s} at election address /10.10.34.1{s}:3888",
+    )
+)
+OTHER = "081109 21440{i} 2677 WARN dfs.DataNode$DataXceiver: {h}:50010:Got exception while serving blk_{s} to "
+OTHER += "/10.251.91.159:\n"
 
 
 def _set(root: Path) -> Path:
     (root / "cases").mkdir(parents=True)
     labels = []
     for n in range(3):
-        for kind, text, cls in (("quorum", RECURRING, "node_failure"), ("frob", OTHER, "data_error")):
+        for kind, text, cls in (("quorum", RECURRING, "node_failure"), ("block", OTHER, "storage")):
             name = f"{kind}-{n}"
-            (root / "cases" / f"{name}.log").write_text(text.format(i=n, s=100 + 37 * n, h=f"gpu-a{n}"))
+            (root / "cases" / f"{name}.log").write_text(text.format(i=n + 1, s=n + 2, h=f"10.251.126.{n}"))
             labels.append(
                 {
                     "id": name,
@@ -65,8 +75,8 @@ def test_llm_mode_is_compared_on_the_same_cases(tmp_path: Path, fake_chat) -> No
     root = _set(tmp_path)
     replies = []
     for n in range(3):
-        for kind, cls in (("quorum", "node_failure"), ("frob", "data_error")):
-            line = 2 if kind == "quorum" else 1
+        for kind, cls in (("quorum", "node_failure"), ("block", "storage")):
+            line = 1
             replies.append(
                 json.dumps(
                     {
