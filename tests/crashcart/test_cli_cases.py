@@ -7,11 +7,21 @@ from pathlib import Path
 
 import pytest
 
-QUORUM = """2026-03-01 10:00:0{i} INFO step {s} loss 2.1{i}
-2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group {g} expired, coordinator quorum lost
-2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step {s} after quorum loss on host {h}
-"""
-UNRELATED = "2026-03-02 11:00:00 INFO widget cache warm\n2026-03-02 11:00:02 ERROR frobnicator checksum mismatch\n"
+# Lines no rule knows, from real logs (Loghub's Zookeeper_2k.log and HDFS_2k.log, in ../shared/data): a Zookeeper
+# ensemble losing its quorum peers (its numbers vary per job), and a DataNode failing to serve a block.
+QUORUM = "".join(
+    line + "\n"
+    for line in (
+        "2015-07-29 19:13:2{i},282 - WARN  [RecvWorker:188978561024:QuorumCnxManager$RecvWorker@762] - "
+        "Connection broken for id 188978561024, my id = {i}, error = ",
+        "2015-07-29 19:13:2{i},721 - WARN  [QuorumPeer[myid={i}]/0:0:0:0:0:0:0:0:2181:QuorumCnxManager@368] - "
+        "Cannot open channel to {s} at election address /10.10.34.12:3888",
+    )
+)
+UNRELATED = (
+    "081109 214043 2561 WARN dfs.DataNode$DataXceiver: 10.251.30.85:50010:Got exception while serving "
+    "blk_-2918118818249673980 to /10.251.90.64:\n"
+)
 
 
 def _log(tmp_path: Path, name: str, text: str) -> str:
