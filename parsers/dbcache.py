@@ -5,11 +5,13 @@ the compiled bytes takes well under a millisecond. A database is filed under a d
 from (the patterns and flags, the Hyperscan version, the machine's architecture), so a changed rule, a confirmed
 rule or an upgrade finds no stale entry. Hyperscan checks a serialized database's integrity when it loads it, so
 a damaged or foreign file is compiled again and replaced. The cache is a convenience: any error reading or
-writing it only means compiling, never a failed run.
+writing it only means compiling, never a failed run. Every change of the rules files a new database, so the
+folder keeps only the KEEP most recently used ones (a load marks its file used).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -20,6 +22,7 @@ from pathlib import Path
 import hyperscan
 
 CACHE_DIR_ENV = "XDG_CACHE_HOME"
+KEEP = 16  # databases kept: the rules as shipped, confirmed rules and the structure pass, over a few upgrades
 
 
 def cache_dir() -> Path:
@@ -35,12 +38,31 @@ def cached_database(recipe: object, build: Callable[[], hyperscan.Database]) -> 
     material = repr((getattr(hyperscan, "__version__", ""), platform.machine(), recipe)).encode()
     path = cache_dir() / f"{hashlib.sha256(material).hexdigest()[:40]}.hsdb"
     try:
-        return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
     except (OSError, hyperscan.error):
         pass  # not cached yet, unreadable, or damaged: compile it
+    else:
+        _mark_used(path)
+        return db
     db = build()
     _store(path, bytes(hyperscan.dumpb(db)))
+    _prune(path.parent)
     return db
+
+
+def _mark_used(path: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only cache still serves
+        os.utime(path)
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the KEEP most recently used databases."""
+    try:
+        entries = sorted(folder.glob("*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # another process pruned first, or the folder is read-only
 
 
 def _store(path: Path, data: bytes) -> None:

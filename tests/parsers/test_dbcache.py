@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import hyperscan
@@ -56,3 +57,16 @@ def test_a_cache_that_cannot_be_written_only_means_building(monkeypatch: pytest.
     monkeypatch.setenv(dbcache.CACHE_DIR_ENV, str(blocker))
     assert matches(cached_database(RECIPE, build)) == 1
     assert matches(cached_database(RECIPE, build)) == 1 and len(built) == 2
+
+
+def test_only_the_most_recently_used_databases_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dbcache, "KEEP", 2)
+    recipes = [(*RECIPE, ("variant", n)) for n in range(3)]  # three rule sets: three files
+    for n, recipe in enumerate(recipes):
+        cached_database(recipe, build)
+        for i, path in enumerate(sorted(cache_dir().glob("*.hsdb"), key=lambda p: p.stat().st_mtime)):
+            os.utime(path, (1000 + 10 * n + i, 1000 + 10 * n + i))  # distinct ages, whatever the clock's grain
+        if n == 0:
+            first = next(cache_dir().glob("*.hsdb"))
+    cached_database(recipes[0], build)  # built again: it was the least recently used of three, and pruned
+    assert len(built) == 4 and len(list(cache_dir().glob("*.hsdb"))) == 2 and first.exists()
