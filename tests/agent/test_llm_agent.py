@@ -16,10 +16,15 @@ from crashcart.agent.llm_provider import LLMSettings
 from crashcart.api import triage
 from crashcart.knowledge.rule_store import MemoryRuleStore
 
-LOG = """2026-03-01 10:00:01 INFO step 100 loss 2.11
-2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group 7 expired
-2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100 after quorum loss on host gpu-a17
-"""
+# A failure no rule knows, after an HF Trainer progress line: a Zookeeper leader losing a learner, two lines in a row of
+# Loghub's Zookeeper_2k.log (../shared/data)
+LOG = (
+    "{'loss': 2.1, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n"
+    "2015-07-29 19:04:30,989 - WARN  [LearnerHandler-/10.10.34.11:52264:LearnerHandler@575] - "
+    "******* GOODBYE /10.10.34.11:52264 ********\n"
+    "2015-07-29 19:04:30,989 - ERROR [LearnerHandler-/10.10.34.11:52265:LearnerHandler@562] - "
+    "Unexpected exception causing shutdown while sock still open\n"
+)
 SETTINGS = LLMSettings(model="custom:fake", backoff_s=0.0, max_retries=2)
 
 
@@ -29,7 +34,7 @@ def answer(cls: str = "node_failure", line: int = 3, file: str = "job.log", **ex
         "action": "drain_node_and_retry",
         "evidence": [{"file": file, "line": line}],
         "faulty_nodes": [],
-        "rationale": "The scheduler lost quorum and gave up.",
+        "rationale": "The leader lost a learner to an exception: its host is gone.",
         **extra,
     }
     return json.dumps(body)
@@ -56,7 +61,7 @@ def test_a_valid_answer_decides_and_is_accounted(job: Path, fake_chat) -> None:
     assert u is not None and (u.calls, u.valid_answers, u.agreement, u.fallback) == (1, 1, 1.0, False)
     assert u.input_tokens > 100 and u.output_tokens > 10 and u.seconds >= 0
     system, human = model.sent[0]
-    assert "BEGIN LOG DATA" in human.content and "giving up on step 100" in human.content
+    assert "BEGIN LOG DATA" in human.content and "causing shutdown while sock still open" in human.content
     assert '"failure_class"' in system.content  # the schema is in the system prompt
 
 
@@ -140,20 +145,22 @@ def test_secrets_never_reach_the_model(tmp_path: Path, fake_chat) -> None:
 
 
 def test_hosts_are_pseudonymised_and_restored(tmp_path: Path, fake_chat) -> None:
-    log = tmp_path / "node07.log"
+    log = tmp_path / "node-69.log"
     log.write_text(
-        "node07:41:42 [3] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<5> with status=5\n"
-        "2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up after quorum loss on node07\n"
+        "node-69:41:42 [3] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<5> with status=5\n"
+        # the node naming itself in its message (Loghub's HPC_2k.log, ../shared/data)
+        "365140 node-69 unix.hw net.niff.down 1085075228 1 NIFF: node node-69 detected a failed network connection "
+        "on network 5.5.224.0 via interface alt0\n"
     )
     options = LLMOptions(always=True, redact_hosts=True)
     probe = fake_chat(["{}"] * 3)
     triage([log], chat_model=probe, llm=SETTINGS, llm_options=options)
     shown = probe.sent[0][1].content
-    assert "node07" not in shown and "10.1.2.3" not in shown and "[host-1.log:2]" in shown
+    assert "node-69" not in shown and "10.1.2.3" not in shown and "[host-1.log:2]" in shown
     model = fake_chat([answer(file="host-1.log", line=2, faulty_nodes=["host-1"])])  # answers in pseudonyms
     report = triage([log], chat_model=model, llm=SETTINGS, llm_options=options)
-    assert report.diagnosis.faulty_nodes == ["node07"]
-    assert (report.diagnosis.evidence[0].file, report.diagnosis.evidence[0].line) == ("node07.log", 2)
+    assert report.diagnosis.faulty_nodes == ["node-69"]
+    assert (report.diagnosis.evidence[0].file, report.diagnosis.evidence[0].line) == ("node-69.log", 2)
 
 
 def test_prompt_injection_in_a_log_stays_data(tmp_path: Path, fake_chat) -> None:
@@ -176,13 +183,17 @@ def test_prompt_injection_in_a_log_stays_data(tmp_path: Path, fake_chat) -> None
 
 def test_a_bad_suggested_regex_is_rejected_with_its_reason_and_not_queued(job: Path, fake_chat) -> None:
     store = MemoryRuleStore()
-    rule = {"regex": "(\\w+\\s?)*quorum", "failure_class": "node_failure", "why": "quorum loss means a host died"}
+    rule = {
+        "regex": "(\\w+\\s?)*shutdown",
+        "failure_class": "node_failure",
+        "why": "a learner's shutdown means a host died",
+    }
     report = triage([job], chat_model=fake_chat([answer(proposed_rule=rule)]), rule_store=store, llm=SETTINGS)
     (proposal,) = report.proposals
     assert proposal.status == "rejected" and "backtracking" in (proposal.reason or "")
     assert store.list() == []
     healthy = {
-        "regex": "zeta-scheduler: giving up|NCCL INFO Bootstrap",
+        "regex": "Unexpected exception causing shutdown|NCCL INFO Bootstrap",
         "failure_class": "node_failure",
         "why": "also matches healthy NCCL start-up lines",
     }
