@@ -17,11 +17,11 @@ M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_versioned(path: Path, model: type[M], what: str, version: int) -> M:
-    """`path` validated as `model`; any problem, or a format version other than `version`, is a KnowledgeError
-    naming the file (`what` says which kind of file it is: "rule file", "Xid file" ...)."""
+def load_versioned(path: Path, model: type[M], what: str, version: int, context: dict[str, object] | None = None) -> M:
+    """`path` validated as `model` (with the validation `context`, if any); any problem, or a format version other
+    than `version`, is a KnowledgeError naming the file (`what` says which kind of file it is: "rule file" ...)."""
     try:
-        parsed = model.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER))
+        parsed = model.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER), context=context)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise KnowledgeError(f"invalid {what} {path}: {describe(exc)}") from exc
     found = getattr(parsed, "version", version)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import re2
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.loading import load_versioned
@@ -46,7 +46,9 @@ class Rule(Frozen):
 
     @field_validator("pattern")
     @classmethod
-    def _compiles_in_re2(cls, pattern: str) -> str:
+    def _compiles_in_re2(cls, pattern: str, info: ValidationInfo) -> str:
+        if _shipped(info):
+            return pattern
         options = re2.Options()
         options.log_errors = False  # the reason is raised; RE2's own stderr line would be a second copy
         try:
@@ -58,7 +60,9 @@ class Rule(Frozen):
         return pattern
 
     @model_validator(mode="after")
-    def _examples_agree(self) -> Rule:
+    def _examples_agree(self, info: ValidationInfo) -> Rule:
+        if _shipped(info):
+            return self
         regex = self.compiled()
         for line in self.examples:
             if not regex.search(line):
@@ -77,6 +81,12 @@ class Rule(Frozen):
         return _compile(self.pattern, self.ignore_case)
 
 
+def _shipped(info: ValidationInfo) -> bool:
+    """The library shipped with the package: tests/knowledge/test_rules.py checks every pattern compiles and agrees
+    with its examples, so a start does not check 300 rules again (a rule file of the user's is checked)."""
+    return bool(info.context and info.context.get("shipped"))
+
+
 @lru_cache(maxsize=4096)
 def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
     options = re2.Options()
@@ -91,9 +101,9 @@ class RuleFile(Strict):
     rules: list[Rule]
 
 
-def load_rule_file(path: Path) -> list[Rule]:
+def load_rule_file(path: Path, *, shipped: bool = False) -> list[Rule]:
     """Load and validate one signatures file; any problem is a KnowledgeError naming the file."""
-    parsed = load_versioned(path, RuleFile, "rule file", SCHEMA_VERSION)
+    parsed = load_versioned(path, RuleFile, "rule file", SCHEMA_VERSION, context={"shipped": shipped})
     return parsed.rules
 
 
@@ -107,14 +117,14 @@ def load_rules(paths: list[Path] | None = None) -> list[Rule]:
 @lru_cache(maxsize=1)
 def _shipped_rules() -> tuple[Rule, ...]:
     """The shipped library, parsed and validated once per process (rules are frozen records)."""
-    return tuple(_load_files(sorted(SIGNATURE_DIR.glob("*.yaml"))))
+    return tuple(_load_files(sorted(SIGNATURE_DIR.glob("*.yaml")), shipped=True))
 
 
-def _load_files(files: list[Path]) -> list[Rule]:
+def _load_files(files: list[Path], *, shipped: bool = False) -> list[Rule]:
     rules: list[Rule] = []
     seen: dict[str, Path] = {}
     for path in files:
-        for rule in load_rule_file(path):
+        for rule in load_rule_file(path, shipped=shipped):
             if rule.id in seen:
                 raise KnowledgeError(f"duplicate rule id {rule.id!r} in {path} and {seen[rule.id]}")
             seen[rule.id] = path

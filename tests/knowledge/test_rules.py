@@ -555,3 +555,18 @@ def test_loader_rejects_duplicate_ids_across_files(tmp_path: Path) -> None:
     with pytest.raises(KnowledgeError, match="t.same"):
         load_rules([first, second])
     assert [r.id for r in load_rules([first])] == ["t.same"]
+
+
+def test_a_users_rule_file_is_checked_on_load_where_the_shipped_library_is_checked_by_these_tests(
+    tmp_path: Path,
+) -> None:
+    # the same disagreeing rule: refused from a user's file, taken as is only where it claims to be shipped
+    text = (
+        "version: 1\nrules:\n  - id: user.nccl_timeout\n    pattern: 'NCCL timeout'\n    failure_class: network\n"
+        "    role: root_cause\n    priority: 50\n    explanation: a rule whose example does not match\n"
+        "    examples: ['Watchdog caught collective operation timeout']\n"
+    )
+    path = _write(tmp_path, "user.yaml", text)
+    with pytest.raises(KnowledgeError, match="example does not match"):
+        load_rule_file(path)
+    assert [r.id for r in load_rule_file(path, shipped=True)] == ["user.nccl_timeout"]
