@@ -18,10 +18,15 @@ from crashcart.batch.sacct import SACCT_FIELDS
 from crashcart.bot.blocks import CONFIRM, CORRECT, RULE_CONFIRM, RULE_REJECT
 from crashcart.stores import open_memory, open_rule_store
 
-QUORUM = """2026-03-01 10:00:01 INFO step 100 loss 2.11
-2026-03-01 10:00:09 WARNING zeta-scheduler: lease for shard group 7 expired
-2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100 after quorum loss on host gpu-a17
-"""
+# A failure no rule knows, after an HF Trainer progress line: a Zookeeper leader losing a learner, two lines in a row of
+# Loghub's Zookeeper_2k.log (../shared/data)
+QUORUM = (
+    "{'loss': 2.1, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n"
+    "2015-07-29 19:04:30,989 - WARN  [LearnerHandler-/10.10.34.11:52264:LearnerHandler@575] - "
+    "******* GOODBYE /10.10.34.11:52264 ********\n"
+    "2015-07-29 19:04:30,989 - ERROR [LearnerHandler-/10.10.34.11:52265:LearnerHandler@562] - "
+    "Unexpected exception causing shutdown while sock still open\n"
+)
 OOM = """2026-03-01 10:00:01 INFO step 10 loss 2.1
 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. <!channel> <@U123ABC> @here look
 """
@@ -35,12 +40,12 @@ def _answer() -> str:
         "evidence": [{"file": "paste.log", "line": 3}],
         "faulty_nodes": [],
         "stage": "training",
-        "rationale": "The scheduler lost quorum with a host and gave up the step. The host is gone.",
-        "mitigation": ["Drain the host named in the quorum-loss line and restart from the last checkpoint."],
+        "rationale": "The leader's handler for a learner died on an exception. The learner's host is gone.",
+        "mitigation": ["Drain the host named in the learner-handler line and restart from the last checkpoint."],
         "proposed_rule": {
-            "regex": r"zeta-scheduler: giving up on step \d+ after quorum loss on host",
+            "regex": r"LearnerHandler@\d+\] - Unexpected exception causing shutdown while sock still open",
             "failure_class": "node_failure",
-            "why": "zeta-scheduler gives up when a host leaves the quorum",
+            "why": "a Zookeeper leader shuts a learner's handler down when the learner's host goes",
         },
     }
     return "```json\n" + json.dumps(answer) + "\n```"
@@ -64,8 +69,11 @@ def test_session_ask_reply_confirm_and_rule_decisions(make_bot, fake_chat, bot_c
     assert reply.params["channel"] == CHANNEL and reply.params["thread_ts"] == ask_ts
     shown = texts(reply.params["blocks"])
     assert "crashcart: node_failure → drain_node_and_retry" in shown
-    assert "`paste.log:3`\n```2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100" in shown
-    assert "1. Drain the host named in the quorum-loss line" in shown
+    assert (
+        "`paste.log:3`\n```2015-07-29 19:04:30,989 - ERROR [LearnerHandler-/10.10.34.11:52265:LearnerHandler@562] - "
+        "Unexpected exception" in shown
+    )
+    assert "1. Drain the host named in the learner-handler line" in shown
     assert "*Proposed rule*" in shown and "(decided by llm)" in shown
 
     assert bot.click(reply, CONFIRM, user="UBOB").status == 200
@@ -73,7 +81,9 @@ def test_session_ask_reply_confirm_and_rule_decisions(make_bot, fake_chat, bot_c
     memory = open_memory(bot_config.memory_path)
     (incident,) = memory.list()
     assert (incident.failure_class.value, incident.provenance.confirmed_by) == ("node_failure", "slack:UBOB")
-    assert incident.evidence[0].text.endswith("after quorum loss on host gpu-a17")
+    assert incident.evidence[0].text.endswith(
+        "10.10.34.11:52265:LearnerHandler@562] - Unexpected exception causing shutdown while sock still open"
+    )
     assert update.params["ts"] == reply.ts and f"stored as incident `{incident.id}`" in update.params["text"]
     assert CONFIRM not in json.dumps(update.params["blocks"])  # the buttons are gone
     assert RULE_CONFIRM in json.dumps(update.params["blocks"])  # the rule's are not
