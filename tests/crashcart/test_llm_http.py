@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import Fail, Reply, Silence, Trickle
 
-LOG = """2026-03-01 10:00:01 INFO step 100 loss 2.11
-2026-03-01 10:00:09 CRITICAL zeta-scheduler: giving up on step 100 after quorum loss on host gpu-a17
-"""
+# A failure no rule knows, after an HF Trainer progress line: a Zookeeper leader's learner handler dying (Loghub's
+# Zookeeper_2k.log, ../shared/data)
+LOG = (
+    "{'loss': 2.1, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n"
+    "2015-07-29 19:04:30,989 - ERROR [LearnerHandler-/10.10.34.11:52265:LearnerHandler@562] - "
+    "Unexpected exception causing shutdown while sock still open\n"
+)
 
 
 def _answer(**extra: object) -> str:
@@ -22,7 +26,7 @@ def _answer(**extra: object) -> str:
             "action": "drain_node_and_retry",
             "evidence": [{"file": "job.log", "line": 2}],
             "faulty_nodes": [],
-            "rationale": "A host left the scheduler's quorum.",
+            "rationale": "A learner's host left the Zookeeper ensemble.",
             **extra,
         }
     )
@@ -35,9 +39,9 @@ def test_triage_with_an_openai_compatible_server(tmp_path: Path, cli, openai_ser
     monkeypatch.setenv("CRASHCART_MEMORY", str(tmp_path / "none.db"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-only")
     rule = {
-        "regex": r"zeta-scheduler: giving up on step \d+ after quorum loss",
+        "regex": r"LearnerHandler@\d+\] - Unexpected exception causing shutdown",
         "failure_class": "node_failure",
-        "why": "the scheduler gives up when a host leaves its quorum",
+        "why": "the leader shuts a learner's handler down when the learner's host leaves",
     }
     openai_server.script(
         [Fail(429, retry_after="0"), Reply(_answer(proposed_rule=rule), prompt_tokens=900, completion_tokens=120)]
@@ -67,7 +71,7 @@ def test_triage_with_an_openai_compatible_server(tmp_path: Path, cli, openai_ser
     assert "BEGIN LOG DATA" in sent["messages"][-1]["content"]
 
     code, out, _ = cli("rules", "pending")
-    assert code == 0 and "zeta-scheduler" in out
+    assert code == 0 and "Unexpected exception causing shutdown" in out
 
 
 def test_an_unreachable_model_falls_back_to_rules(tmp_path: Path, cli, openai_server, monkeypatch) -> None:
