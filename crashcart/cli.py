@@ -147,6 +147,7 @@ def eval_(
     llm_base_url: LlmUrlOpt = None,
     llm_samples: Annotated[int, typer.Option(help="answers to sample per consulted case")] = 1,
     llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
+    llm_always: Annotated[bool, typer.Option(help="with --llm: consult the model on every case")] = False,
     cases: Annotated[bool, typer.Option("--cases", help="with --format json: every case's prediction too")] = False,
     recurrence: Annotated[
         bool,
@@ -173,7 +174,7 @@ def eval_(
             directory,
             k=k,
             llm=settings,
-            llm_options=LLMOptions(samples=llm_samples, timeout_s=llm_timeout),
+            llm_options=LLMOptions(samples=llm_samples, timeout_s=llm_timeout, always=llm_always),
             recurrence=recurrence,
             nodes=recurrence_nodes,
             mb_per_node=recurrence_mb,
