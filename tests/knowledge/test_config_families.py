@@ -262,3 +262,51 @@ def test_a_quantized_model_placed_where_the_rank_cannot_train_it_is_the_config(t
         " device_map={'':torch.xpu.current_device()}",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.quantized_model_placement")
+
+
+def test_a_config_its_pydantic_schema_refuses_is_the_config(tmp_path: Path) -> None:
+    # eole-nlp/eole#66: the TrainConfig pydantic 2 validates, with keys an older release's YAML still carries
+    report = triage_lines(
+        tmp_path,
+        "    self.__pydantic_validator__.validate_python(data, self_instance=self)",
+        "pydantic_core._pydantic_core.ValidationError: 46 validation errors for TrainConfig",
+        "data.corpus_1.src_lang",
+        "  Extra inputs are not permitted [type=extra_forbidden, input_value='fr', input_type=str]",
+        "    For further information visit https://errors.pydantic.dev/2.8/v/extra_forbidden",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.schema_validation")
+
+
+def test_a_required_key_jsonargparse_misses_is_the_config(tmp_path: Path) -> None:
+    # Lightning-AI/pytorch-lightning#19032: jsonargparse's check_required, as a chained TypeError
+    report = triage_lines(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "/home/testEnv/lib/python3.9/site-packages/jsonargparse/core.py", line 1047, in check_required',
+        '    raise TypeError(f\'Key "{prefix}{reqkey}" is required but not included in config object or its value'
+        " is None.') from ex",
+        'TypeError: Key "params" is required but not included in config object or its value is None.',
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.jsonargparse_check")
+
+
+def test_an_audio_path_the_os_will_not_open_is_the_config(tmp_path: Path) -> None:
+    # facebookresearch/svoice#64: libsndfile's SF_ERR_SYSTEM on open; the manifests needed full paths
+    report = triage_lines(
+        tmp_path, "RuntimeError: Error opening 'debug/mix/2803-161169-0001_7976-110523-0004.wav': System error."
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.audio_path_unopenable")
+
+
+def test_a_batch_the_mesh_axes_do_not_divide_is_the_config(tmp_path: Path) -> None:
+    # LargeWorldModel/LWM#39: JAX's shard_map under a mesh_dim of (1, 8, 1, 1) and a batch of 1
+    report = triage_lines(
+        tmp_path,
+        "    attn_output = ring_attention_sharded(",
+        "ValueError: shard_map applied to the function 'functools.partial(<jax._src.custom_derivatives.custom_vjp"
+        " object at 0x7f9b40199ab0>, axis_name='sp')' was given argument arrays with axis sizes that are not evenly"
+        " divisible by the corresponding mesh axis sizes:",
+        "",
+        "The mesh given has shape (1, 8, 1, 1) with corresponding axis names ('dp', 'fsdp', 'tp', 'sp').",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.not_divisible")

@@ -17,6 +17,16 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
+    (  # mosaicml/streaming#677: the MDS reader seeking past its shard, under rank prefixes and the reader's frames
+        "mds_sample_past_its_shard",
+        [
+            '[rank5]:   File "/home/ubuntu/xxx/.venv/lib/python3.10/site-packages/streaming/base/format/mds/reader.py",'
+            " line 145, in get_sample_data",
+            "[rank5]:     raise IndexError(",
+            "[rank5]: IndexError: Relative sample index 5205 is not present in the shard.01000.mds file.",
+        ],
+        DATA,
+    ),
     (  # ispamm/MHyEEG#2: a TSV row with more fields than the header, under the preprocessing script's frames
         "csv_row_with_extra_fields",
         [
