@@ -105,3 +105,28 @@ def _top_level_end(text: str) -> int:
         elif char in ",#" and depth == 0:
             return i
     return len(text)
+
+
+def in_call_order(frames: list[Frame]) -> list[Frame]:
+    """The frames outermost first, as Python prints them: reversed when the paste lists the innermost first.
+
+    A pasted excerpt without its `Traceback (most recent call last):` may have been copied from a tool that
+    lists the most recent call first. What the frames say decides, not a guess: each frame's source line calls
+    the function of the frame Python printed after it (`main()` above `... in main`), and the script's
+    `<module>` frame is the outermost. The frames are reversed only when that evidence points backwards.
+    """
+    if len(frames) < 2:
+        return frames
+    forward = sum(_calls(a, b) for a, b in zip(frames, frames[1:], strict=False))
+    backward = sum(_calls(b, a) for a, b in zip(frames, frames[1:], strict=False))
+    forward += frames[0].function == "<module>"
+    backward += frames[-1].function == "<module>" and frames[0].function != "<module>"
+    return frames[::-1] if backward > forward else frames
+
+
+def _calls(caller: Frame, callee: Frame) -> bool:
+    """Whether the caller's source line calls the callee's function by its name (`f(`, `.f(`)."""
+    name = callee.function
+    if not caller.source or not name or not name.isidentifier():
+        return False
+    return re.search(rf"(?<![\w]){re.escape(name)}\s*\(", caller.source) is not None

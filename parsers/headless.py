@@ -3,64 +3,167 @@
 A log cut at its head (a pasted excerpt, a rotated file, `tail -n` of a job's output) often begins in the middle
 of the traceback that matters, and no header pattern then fires. Only a file's first lines can be such a
 traceback's: anywhere else the header was printed, so this is looked for once per file, in its first
-HEADLESS_LINES lines, before any header.
+HEADLESS_LINES lines, before any header. The shapes such a head takes:
+
+- frames, then the exception (and any chain after it), each line maybe behind its printer's prefix
+  (`[rank1]:   File ...`): one traceback per printer whose first frame is there, read with that printer's lines;
+- a rich box whose top was cut, then the exception, and the boxes of the rest of the chain;
+- the tail of an earlier exception and "During handling of the above exception ..." above the frames, whose
+  header was cut too: a later part of a chain. Its frames are a traceback even where the excerpt ends before
+  their exception line; the earlier exception's line joins the chain when its type was kept;
+- frames a tool listed innermost first, put back in Python's order (frames.in_call_order).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from crashcart.knowledge.records import LineRef
+from crashcart.parsers.attribution import strip_prefixes
+from crashcart.parsers.frames import in_call_order
 from crashcart.parsers.headers import has_header
-from crashcart.parsers.models import Traceback
-from crashcart.parsers.printers import Cursor, Printed, printed_lines
-from crashcart.parsers.pytracebacks import finish_exception, read_frames, read_python_link
-from crashcart.parsers.raised import find_exception_line, read_separator
-from crashcart.parsers.richtracebacks import is_box_line, read_cut_box
+from crashcart.parsers.models import Frame, RaisedException, Traceback
+from crashcart.parsers.printers import RECORD_START, Cursor, Printed, printed_lines
+from crashcart.parsers.pytracebacks import Relation, finish_exception, read_frames, read_python_link
+from crashcart.parsers.raised import SEPARATORS, exception_line, find_exception_line, read_separator
+from crashcart.parsers.richtracebacks import is_box_line, read_cut_box, read_rich_link
 
 HEADLESS_LINES = 12  # how far into a file a cut traceback's first frame may sit (after a shell prompt, a note)
+MAX_PRINTERS = 8  # headless tracebacks read from one head (ranks whose lines interleave there)
+_LEAD_LINES = 4  # lines of an earlier exception's message above a chain separator kept as its tail
 _FRAME = re.compile(r'\s*(?:> )?File "[^"\n]+", line \d+(?:, in .+)?$')
+
+
+class Start(NamedTuple):
+    """Where a headless traceback starts in a file's head: its first frame's (or box line's) index, the length
+    of its printer's prefix there, and the index of the line above a chain separator it continues, if any."""
+
+    at: int
+    prefix: int
+    lead: int | None = None
 
 
 def headless_start(lines: Sequence[str]) -> int | None:
     """The index of the first Python frame line, or line of a rich box's inside, among a file's first lines,
     when no header came before it."""
+    starts = headless_starts(lines)
+    return starts[0].at if starts else None
+
+
+def headless_starts(lines: Sequence[str]) -> list[Start]:
+    """Each printer's first frame line (or rich box line) among a file's first lines, before any header: the
+    ranks of an interleaved log each start their own cut traceback."""
+    starts: list[Start] = []
+    seen: set[str] = set()
     for i, line in enumerate(lines[:HEADLESS_LINES]):
         if has_header(line):
-            return None
-        if _FRAME.match(line) or is_box_line(line):
-            return i
-    return None
+            break
+        body = strip_prefixes(line)
+        prefix = line[: len(line) - len(body)]
+        if prefix in seen or not (_FRAME.match(body) or is_box_line(body)):
+            continue
+        seen.add(prefix)
+        starts.append(Start(i, len(prefix), _chain_lead(lines, i, prefix)))
+        if len(starts) >= MAX_PRINTERS:
+            break
+    return starts
+
+
+def _chain_lead(lines: Sequence[str], at: int, prefix: str) -> int | None:
+    """The first line of the message tail above a chain separator that the frame at `at` follows (blank lines
+    between), when the printer's lines above the frame end with that separator: the frames are a later part of
+    a chain. The separator's own index when nothing but blank lines is above it."""
+    mark = prefix.rstrip()
+    own = [i for i in range(at) if lines[i].startswith(mark)]
+    bodies = [lines[i][len(mark) :].strip() for i in own]
+    k = len(own) - 1
+    while k >= 0 and not bodies[k]:
+        k -= 1
+    if k < 0 or bodies[k] not in SEPARATORS:
+        return None
+    first = own[k]
+    k -= 1
+    while k >= 0 and not bodies[k]:
+        k -= 1
+    for _ in range(_LEAD_LINES):
+        if k < 0 or not bodies[k]:
+            break
+        first, k = own[k], k - 1
+    return first
 
 
 def read_headless(
-    window: Sequence[str], first_line: int, make_ref: Callable[[str, int], LineRef]
+    window: Sequence[str],
+    first_line: int,
+    make_ref: Callable[[str, int], LineRef],
+    *,
+    prefix: int = 0,
+    lead: Sequence[str] = (),
 ) -> tuple[Traceback | None, int]:
     """The traceback whose frames start at window[0] (line first_line), with any chain after its exception, and
-    how many window lines it used; None when no exception line follows the frames."""
-    view = printed_lines(window, 0)
+    how many window lines it used; None when no exception line follows the frames.
+
+    `prefix`: the length of its printer's prefix on window[0]. `lead`: the file's lines from the tail of an
+    earlier exception down to the chain separator above window[0], when the frames continue a chain: frames
+    with no exception line after them are then a traceback still, cut where the excerpt ends, and the record
+    starts at the lead's first line.
+    """
+    view = printed_lines(window, prefix)
     cur = Cursor(view.lines)
 
     def refs(line: Printed) -> LineRef:
         return make_ref(window[line.idx], first_line + line.idx)
 
-    kind: Literal["python", "rich"] = "python" if _FRAME.match(window[0]) else "rich"
+    kind: Literal["python", "rich"] = "python" if _FRAME.match(view.lines[0].body) else "rich"
+    earlier, relation = _earlier(lead, first_line, make_ref, window[0][:prefix].rstrip())
+    unfinished: list[Frame] = []
     if kind == "python":
-        frames = read_frames(cur)
+        frames = in_call_order(read_frames(cur))
         found = find_exception_line(cur) if frames else None
         if found is None:
-            return None, 1
-        links = finish_exception(cur, refs, cur.lines[cur.pos - 1], found, frames, None)
+            if not (lead and frames):
+                return None, 1
+            links, unfinished = [], frames
+        else:
+            links = finish_exception(cur, refs, cur.lines[cur.pos - 1], found, frames, relation).chain
     else:
-        links = read_cut_box(cur, refs)
-    chain = list(links.chain)
-    while chain and (relation := read_separator(cur)) is not None:
-        more = read_python_link(cur, refs, relation)
+        links = read_cut_box(cur, refs).chain
+        if links:
+            links[0].relation = relation
+    chain = earlier + links if links or unfinished else []
+    read_link = read_python_link if kind == "python" else read_rich_link
+    while links and (more_relation := read_separator(cur)) is not None:
+        more = read_link(cur, refs, more_relation)
         if not more.chain:
             break
         chain += more.chain
-    if not chain:
+    if not chain and not unfinished:
         return None, 1
-    return Traceback(kind=kind, start=refs(view.lines[0]), chain=chain, worker=links.worker), max(cur.end(), 1)
+    used = max(cur.end(), 1)
+    if view.foreign_header is not None:
+        used = min(used, view.foreign_header)
+    start = make_ref(lead[0], first_line - len(lead)) if lead else refs(view.lines[0])
+    return Traceback(kind=kind, start=start, chain=chain, unfinished=unfinished), used
+
+
+def _earlier(
+    lead: Sequence[str], first_line: int, make_ref: Callable[[str, int], LineRef], mark: str
+) -> tuple[list[RaisedException], Relation]:
+    """The chain separator's relation, and the earlier exception when its `Type: message` line opens the lead
+    (its frames were cut away; an empty list when only its message's tail was kept). `mark`: the printer's
+    prefix, without its trailing blank: other printers' lines in the lead are not its own."""
+    bodies = [line[len(mark) :].strip() for line in lead if line.startswith(mark)]
+    relation = next((SEPARATORS[b] for b in reversed(bodies) if b in SEPARATORS), None)
+    found = exception_line(bodies[0]) if len(bodies) > 1 and not RECORD_START.match(bodies[0]) else None
+    if found is None or bodies[0] in SEPARATORS:
+        return [], relation
+    message = [found.first]
+    for body in bodies[1:]:
+        if not body:
+            break
+        message.append(body)
+    ref = make_ref(lead[0], first_line - len(lead))
+    raised = RaisedException(exc_type=found.exc_type, message="\n".join(message).strip(), ref=ref)
+    return [raised], relation

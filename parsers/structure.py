@@ -16,7 +16,7 @@ import hyperscan
 
 from crashcart.knowledge.records import LineRef, shift_ref
 from crashcart.parsers.dbcache import cached_database
-from crashcart.parsers.headless import HEADLESS_LINES, headless_start, read_headless
+from crashcart.parsers.headless import HEADLESS_LINES, headless_starts, read_headless
 from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail
 from crashcart.parsers.models import MetricPoint, StackDump, Traceback
 from crashcart.parsers.tracebacks import HEADER_PATTERNS, MAX_WINDOW_LINES, read_structure
@@ -100,14 +100,19 @@ class StructureReader:
     def _headless(self, block: bytes) -> None:
         """A traceback the file starts inside of (parsers/headless.py): read once, from the file's first lines."""
         head = [_text(line) for line in block.split(b"\n", HEADLESS_LINES)[:HEADLESS_LINES]]
-        at = headless_start(head)
-        if at is None:
+        starts = headless_starts(head)
+        if not starts:
             return
-        window = [_text(line) for line in block.split(b"\n", at + MAX_WINDOW_LINES)[at : at + MAX_WINDOW_LINES]]
-        record, used = read_headless(window, at + 1, self._make_ref)
-        if record is not None:
-            self._done_until = at + used
-            self._keep(record)
+        last = starts[-1].at + MAX_WINDOW_LINES
+        lines = [_text(line) for line in block.split(b"\n", last)[:last]]
+        for start in starts:
+            at = start.at
+            lead = head[start.lead : at] if start.lead is not None else []
+            window = lines[at : at + MAX_WINDOW_LINES]
+            record, used = read_headless(window, at + 1, self._make_ref, prefix=start.prefix, lead=lead)
+            if record is not None:
+                self._done_until = max(self._done_until, at + used)
+                self._keep(record)
 
     def _progress(self, block: bytes, end: int) -> None:
         """Hand the progress lines of the block's tail to the trail: a rank's last lines are what trends need.
