@@ -17,6 +17,25 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
+    (  # shahrukhqasim/TIES-2.0#47: TFRecords from another generator, under TensorFlow's multi-error framing
+        "tfrecord_example_that_does_not_parse",
+        [
+            "2021-03-19 05:40:04.139370: W tensorflow/core/framework/op_kernel.cc:1502] OP_REQUIRES failed at"
+            " example_parsing_ops.cc:240 : Invalid argument: Key: global_features.  Can't parse serialized Example.",
+            "Traceback (most recent call last):",
+            '  File "/lib/python3.7/site-packages/tensorflow/python/client/session.py", line 1356, in _do_call',
+            "    return fn(*args)",
+            "tensorflow.python.framework.errors_impl.InvalidArgumentError: 2 root error(s) found.",
+            "  (0) Invalid argument: Key: global_features.  Can't parse serialized Example.",
+            "         [[{{node ParseSingleExample/ParseSingleExample}}]]",
+        ],
+        DATA,
+    ),
+    (  # omoindrot/tensorflow-triplet-loss#24: a feature the parse spec requires is not in the records
+        "tfrecord_without_a_required_feature",
+        ["InvalidArgumentError: Feature: img_raw (data type: string) is required but could not be found."],
+        DATA,
+    ),
     (  # mosaicml/streaming#677: the MDS reader seeking past its shard, under rank prefixes and the reader's frames
         "mds_sample_past_its_shard",
         [
