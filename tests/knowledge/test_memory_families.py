@@ -210,6 +210,47 @@ CASES = [
         ["slurmstepd: error: StepId=4821.0 exceeded memory limit (8598234 > 8388608), being killed"],
         HOST,
     ),
+    (  # ROCm/tensorflow-upstream#82: TensorFlow on ROCm finds the device memory taken (HIP status 1002)
+        "tf_rocm_device_alloc_failed",
+        [
+            "2019-01-08 19:06:10.822532: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1189] Created TensorFlow"
+            " device (/job:localhost/replica:0/task:0/device:GPU:0 with 7524 MB memory) -> physical GPU (device: 0,"
+            " name: Vega 10 XL/XT [Radeon RX Vega 56/64], pci bus id: 0000:03:00.0)",
+            "2019-01-08 19:06:11.303639: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G"
+            " (7889485824 bytes) from device: hipError_t(1002)",
+        ],
+        GPU,
+    ),
+    (  # vllm-project/vllm#13882: vLLM's memory profile leaves a negative KV-cache reserve before the engine raises
+        "vllm_negative_kv_cache_reserve",
+        [
+            "INFO 02-26 09:54:05 worker.py:267] the current vLLM instance can use total_gpu_memory (8.00GiB) x"
+            " gpu_memory_utilization (0.70) = 5.60GiB",
+            "INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch"
+            " activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is -1.05GiB.",
+            "INFO 02-26 09:54:05 executor_base.py:111] # cuda blocks: 0, # CPU blocks: 4681",
+            "[rank0]: Traceback (most recent call last):",
+            '[rank0]:   File "<frozen runpy>", line 198, in _run_module_as_main',
+        ],
+        GPU,
+    ),
+    (  # vllm-project/vllm:vllm/v1/core/kv_cache_utils.py: check_enough_kv_cache_memory's format
+        "vllm_v1_max_len_kv_cache",
+        [
+            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is"
+            " needed, which is larger than the available KV cache memory (9.74 GiB). Try increasing"
+            " `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        ],
+        GPU,
+    ),
+    (  # InternLandMark/LandMark#65: the shell's 'Killed' on the line of tqdm's bar, which never ends its line
+        "killed_after_tqdm_bar",
+        [
+            "Training with a single process on 1 GPUs.",
+            " 33%|█████▋      | 348/1063 [01:08<02:57,  4.03it/s]Killed",
+        ],
+        HOST,
+    ),
 ]
 
 
@@ -218,6 +259,16 @@ def test_family_decides_the_class(tmp_path: Path, name: str, lines: list[str], e
     log = tmp_path / f"{name}.log"
     log.write_text("\n".join(lines) + "\n")
     assert triage(log, workers=1).diagnosis.failure_class is expected
+
+
+def test_a_healthy_vllm_memory_profile_is_no_oom(tmp_path: Path) -> None:
+    """vLLM logs its memory profile on every start; a positive KV-cache reserve is the normal case."""
+    log = tmp_path / "vllm_profile.log"
+    log.write_text(
+        "INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch"
+        " activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is 11.05GiB.\n"
+    )
+    assert triage(log, workers=1).diagnosis.failure_class is not GPU
 
 
 def test_slurms_at_some_point_note_yields_to_a_specific_cause(tmp_path: Path) -> None:

@@ -105,6 +105,18 @@ CASES = [
         ["OSError: Not enough disk space. Needed: 3.45 GiB (download: 1.20 GiB, generated: 2.25 GiB"],
         STORAGE,
     ),
+    (  # airbnb/streamalert#766: urllib3's read timeout on the S3 endpoint, raised bare through botocore's vendored copy
+        "s3_urllib3_read_timeout",
+        [
+            "Traceback (most recent call last):",
+            'File "/var/runtime/botocore/response.py", line 74, in read',
+            "chunk = self._raw_stream.read(amt)",
+            'File "/var/runtime/botocore/vendored/requests/packages/urllib3/response.py", line 267, in read',
+            "raise ReadTimeoutError(self._pool, None, 'Read timed out.')",
+            "ReadTimeoutError: HTTPSConnectionPool(host='s3.amazonaws.com', port=443): Read timed out.",
+        ],
+        STORAGE,
+    ),
 ]
 
 
