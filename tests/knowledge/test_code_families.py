@@ -47,6 +47,22 @@ from crashcart.knowledge.taxonomy import FailureClass
             "RuntimeError: FlashAttention forward only supports head dimension at most 256",
             "python.tensor_shape_mismatch",
         ),
+        # DDP's reducer when a parameter's grad hook fires twice in one iteration (reentrant gradient checkpointing
+        # under DDP): wudongming97/TopoMLP#25, and the parameter line of FlagOpen/FlagEmbedding#1155
+        (
+            "Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use"
+            " of a module parameter outside the `forward` function. Please make sure model parameters are not shared"
+            " across multiple concurrent forward-backward passes. or try to use _set_static_graph() as a workaround if"
+            " this module graph does not change during training loop.2) Reused parameters in multiple reentrant"
+            " backward passes.",
+            "python.autograd_misuse",
+        ),
+        (
+            "Parameter at index 387 with name hf_model.roberta.encoder.layer.23.output.LayerNorm.weight has been marked"
+            " as ready twice. This means that multiple autograd engine  hooks have fired for this particular parameter"
+            " during this iteration.",
+            "python.autograd_misuse",
+        ),
         # abseil/abseil-py:absl/flags/_flagvalues.py: FLAGS read before app.run parsed them
         (
             "absl.flags._exceptions.UnparsedFlagAccessError: Trying to access flag --config before flags were parsed.",

@@ -17,6 +17,16 @@ from crashcart.knowledge.taxonomy import FailureClass
 DIVERGED = FailureClass.LOSS_DIVERGENCE
 
 CASES = [
+    (  # AIGeeksGroup/3D-R1#16: the 3DETR-style loop skips a few non-finite steps, then terminates the run
+        "detr3d_loss_not_finite",
+        [
+            "Epoch [0/5]; Iter [0/9450]; Loss 10.08; LR 1.00e-06; Iter time 3.72; ETA 9:46:15; Mem 29072.79MB",
+            "Loss in not finite. Skip this training step.",
+            "Loss in not finite. Skip this training step.",
+            "Loss in not finite. Terminate training.",
+        ],
+        DIVERGED,
+    ),
     (  # tensorflow/models#8549: TensorFlow's NanTensorHook after finite steps, then its exception
         "tf_nan_tensor_hook",
         [
