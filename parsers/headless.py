@@ -71,6 +71,24 @@ def headless_starts(lines: Sequence[str]) -> list[Start]:
     return starts
 
 
+def chain_head(lines: Sequence[str]) -> tuple[int, int] | None:
+    """(index of the first header, index of the lead above it) when a file's first lines are the cut-off end of
+    a chain's earlier part, its `Type: message` line kept, then the separator, right above a header: the part
+    the header opens continues that chain."""
+    for i, line in enumerate(lines[:HEADLESS_LINES]):
+        if has_header(line):
+            body = strip_prefixes(line)
+            lead = _chain_lead(lines, i, line[: len(line) - len(body)])
+            if lead is None or not _typed(strip_prefixes(lines[lead]).strip()):
+                return None
+            return i, lead
+    return None
+
+
+def _typed(body: str) -> bool:
+    return exception_line(body) is not None and not RECORD_START.match(body) and body not in SEPARATORS
+
+
 def _chain_lead(lines: Sequence[str], at: int, prefix: str) -> int | None:
     """The first line of the message tail above a chain separator that the frame at `at` follows (blank lines
     between), when the printer's lines above the frame end with that separator: the frames are a later part of
@@ -117,7 +135,7 @@ def read_headless(
         return make_ref(window[line.idx], first_line + line.idx)
 
     kind: Literal["python", "rich"] = "python" if _FRAME.match(view.lines[0].body) else "rich"
-    earlier, relation = _earlier(lead, first_line, make_ref, window[0][:prefix].rstrip())
+    earlier, relation = earlier_link(lead, first_line, make_ref, window[0][:prefix].rstrip())
     unfinished: list[Frame] = []
     if kind == "python":
         frames = in_call_order(read_frames(cur))
@@ -148,7 +166,7 @@ def read_headless(
     return Traceback(kind=kind, start=start, chain=chain, unfinished=unfinished), used
 
 
-def _earlier(
+def earlier_link(
     lead: Sequence[str], first_line: int, make_ref: Callable[[str, int], LineRef], mark: str
 ) -> tuple[list[RaisedException], Relation]:
     """The chain separator's relation, and the earlier exception when its `Type: message` line opens the lead
@@ -156,8 +174,8 @@ def _earlier(
     prefix, without its trailing blank: other printers' lines in the lead are not its own."""
     bodies = [line[len(mark) :].strip() for line in lead if line.startswith(mark)]
     relation = next((SEPARATORS[b] for b in reversed(bodies) if b in SEPARATORS), None)
-    found = exception_line(bodies[0]) if len(bodies) > 1 and not RECORD_START.match(bodies[0]) else None
-    if found is None or bodies[0] in SEPARATORS:
+    found = exception_line(bodies[0]) if len(bodies) > 1 and _typed(bodies[0]) else None
+    if found is None:
         return [], relation
     message = [found.first]
     for body in bodies[1:]:

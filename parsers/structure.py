@@ -15,10 +15,12 @@ from typing import NamedTuple
 import hyperscan
 
 from crashcart.knowledge.records import LineRef, shift_ref
+from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.dbcache import cached_database
-from crashcart.parsers.headless import HEADLESS_LINES, headless_starts, read_headless
+from crashcart.parsers.headless import HEADLESS_LINES, chain_head, earlier_link, headless_starts, read_headless
 from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail
-from crashcart.parsers.models import MetricPoint, StackDump, Traceback
+from crashcart.parsers.models import MetricPoint, RaisedException, StackDump, Traceback
+from crashcart.parsers.pytracebacks import Relation
 from crashcart.parsers.tracebacks import HEADER_PATTERNS, MAX_WINDOW_LINES, read_structure
 
 MAX_TRACEBACKS = 100  # per file; beyond it, a job printing one traceback per rank per retry adds nothing
@@ -79,6 +81,7 @@ class StructureReader:
         self._done_until = 0  # last line consumed by a parsed structure
         self.parsed = 0  # headers read so far (bounded by PARSE_BUDGET)
         self._kinds: Counter[tuple[int | None, str]] = Counter()
+        self._continues: tuple[int, list[RaisedException], Relation] | None = None  # header line, earlier link
         self._cited: set[int] = set()  # exception lines already in a record
         self.tracebacks: list[Traceback] = []
         self.stacks: list[StackDump] = []
@@ -102,6 +105,7 @@ class StructureReader:
         head = [_text(line) for line in block.split(b"\n", HEADLESS_LINES)[:HEADLESS_LINES]]
         starts = headless_starts(head)
         if not starts:
+            self._chain_head(head)
             return
         last = starts[-1].at + MAX_WINDOW_LINES
         lines = [_text(line) for line in block.split(b"\n", last)[:last]]
@@ -113,6 +117,20 @@ class StructureReader:
             if record is not None:
                 self._done_until = max(self._done_until, at + used)
                 self._keep(record)
+
+    def _chain_head(self, head: list[str]) -> None:
+        """A file that starts at the end of a chain's earlier part, then the separator and a header: the earlier
+        exception is kept, to open the chain of the traceback that header starts."""
+        found = chain_head(head)
+        if found is None:
+            return
+        at, lead = found
+        mark = strip_prefixes(head[at])
+        earlier, relation = earlier_link(
+            head[lead:at], at + 1, self._make_ref, head[at][: len(head[at]) - len(mark)].rstrip()
+        )
+        if earlier:
+            self._continues = (at + 1, earlier, relation)
 
     def _progress(self, block: bytes, end: int) -> None:
         """Hand the progress lines of the block's tail to the trail: a rank's last lines are what trends need.
@@ -161,6 +179,8 @@ class StructureReader:
             self._headers.pop(0)
             record, used = self._read(lines, at, first)
             self.parsed += 1
+            if self._continues is not None and self._continues[0] == first:
+                record = _continued(record, self._continues)
             if record is not None:
                 self._done_until = first + max(used, 1) - 1
                 self._keep(record)
@@ -203,6 +223,17 @@ class StructureReader:
         if self._headers:
             self._parse(self._carried, self._carried_start - 1, final=True)
         return Structures(self.tracebacks, self.stacks, self._trail.points(self._make_ref))
+
+
+def _continued(
+    record: Traceback | StackDump | None, continues: tuple[int, list[RaisedException], Relation]
+) -> Traceback | StackDump | None:
+    """The traceback with the earlier exception of its chain first, which the file kept above its header."""
+    if not isinstance(record, Traceback) or not record.chain:
+        return record
+    _, earlier, relation = continues
+    record.chain[0].relation = relation
+    return record.model_copy(update={"start": earlier[0].ref, "chain": [*earlier, *record.chain]})
 
 
 def _text(line: bytes) -> str:

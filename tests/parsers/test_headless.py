@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from crashcart.knowledge.records import LineRef
-from crashcart.parsers.headless import HEADLESS_LINES, headless_start, read_headless
+from crashcart.parsers.frames import in_call_order
+from crashcart.parsers.headless import HEADLESS_LINES, headless_start, headless_starts, read_headless
+from crashcart.parsers.models import Frame
+from crashcart.parsers.printers import Cursor, printed_lines
+from crashcart.parsers.pytracebacks import read_frames
 
 # mlfoundations/open_clip#935: the excerpt starts at the last frame
 CUT = [
@@ -99,3 +103,100 @@ def test_box_lines_with_no_frame_in_them_are_no_record() -> None:
     ]
     assert headless_start(table) == 0
     assert read_headless(table, 1, make_ref)[0] is None
+
+
+# -- cut tracebacks behind a printer's prefix, later parts of a chain, frames listed innermost first ------------
+
+# qibin0506/Cortex#13: torchrun's `[rank1]:` prefix on every line, the excerpt cut below the header
+RANK_PREFIXED = [
+    '[rank1]:   File "/home/youwei/github/Cortex/.venv/lib/python3.12/site-packages/llm_trainer/dataset.py", line 45, in __init__',  # noqa: E501
+    "[rank1]:     for line in f:",
+    "[rank1]:                 ^",
+    '[rank1]:   File "<frozen codecs>", line 322, in decode',
+    "[rank1]: UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte",
+]
+# Theodore-PKU/MC-DDPM#1: the excerpt starts at the tail of the chain's first exception (its message, its type
+# line cut), then the frames of the second with no header above them, innermost first, and no exception line
+CHAIN_TAIL_REVERSED = [
+    "'LOCAL_RANK'",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    '  File "/hdd1/MC_DDPM/utils/dist_util.py", line 22, in setup_dist',
+    '    th.cuda.set_device(int(os.environ["LOCAL_RANK"]))',
+    '  File "/hdd1/MC_DDPM/kspace_train.py", line 26, in main',
+    "    is_distributed, rank = dist_util.setup_dist()",
+    '  File "/hdd1/MC_DDPM/kspace_train.py", line 98, in <module>',
+    "    main()",
+]
+
+
+def test_a_cut_traceback_behind_a_rank_prefix_is_read_with_its_printers_lines() -> None:
+    [start] = headless_starts(RANK_PREFIXED)
+    assert (start.at, start.prefix, start.lead) == (0, len("[rank1]: "), None)
+    record, used = read_headless(RANK_PREFIXED, 1, make_ref, prefix=start.prefix)
+    assert record is not None and used == 5
+    (exc,) = record.chain
+    assert (exc.exc_type, exc.ref.line) == ("UnicodeDecodeError", 5)
+    assert [(f.function, f.source) for f in exc.frames] == [("__init__", "for line in f:"), ("decode", None)]
+
+
+def test_interleaved_ranks_each_start_a_cut_traceback_of_their_own() -> None:
+    # RANK_PREFIXED as two ranks running the same code print it, their lines interleaved as a launcher merges them
+    rank0 = [line.replace("[rank1]:", "[rank0]:", 1) for line in RANK_PREFIXED]
+    merged = [line for pair in zip(rank0, RANK_PREFIXED, strict=True) for line in pair]
+    starts = headless_starts(merged)
+    assert [(s.at, s.prefix) for s in starts] == [(0, 9), (1, 9)]
+    for start, rank in zip(starts, ("[rank0]:", "[rank1]:"), strict=True):
+        record, used = read_headless(merged[start.at :], start.at + 1, make_ref, prefix=start.prefix)
+        assert record is not None
+        (exc,) = record.chain
+        assert exc.ref.text.startswith(rank) and exc.exc_type == "UnicodeDecodeError" and len(exc.frames) == 2
+        assert used == 9  # up to its own exception line, the other rank's lines between counted
+
+
+def test_frames_below_a_chain_separator_are_a_later_part_even_with_no_exception_line() -> None:
+    [start] = headless_starts(CHAIN_TAIL_REVERSED)
+    assert (start.at, start.lead) == (4, 0)
+    lead = CHAIN_TAIL_REVERSED[start.lead : start.at]
+    record, used = read_headless(CHAIN_TAIL_REVERSED[start.at :], start.at + 1, make_ref, lead=lead)
+    assert record is not None and used == 6
+    assert record.chain == [] and (record.start.line, record.start.text) == (1, "'LOCAL_RANK'")
+    # listed innermost first: put back in Python's order, the frame that reads the variable last
+    assert [(f.function, f.source) for f in record.unfinished] == [
+        ("<module>", "main()"),
+        ("main", "is_distributed, rank = dist_util.setup_dist()"),
+        ("setup_dist", 'th.cuda.set_device(int(os.environ["LOCAL_RANK"]))'),
+    ]
+
+
+def test_frames_without_a_separator_above_them_still_need_their_exception_line() -> None:
+    frames = CHAIN_TAIL_REVERSED[4:]
+    [start] = headless_starts(frames)
+    assert start.lead is None and read_headless(frames, 1, make_ref) == (None, 1)
+
+
+def test_frames_in_pythons_order_are_kept_as_they_are() -> None:
+    frames = traceback_frames(CHAIN_TAIL_REVERSED[4:])  # as read, innermost first
+    forward = frames[::-1]  # <module> first, as Python prints it
+    assert in_call_order(forward) == forward
+    assert in_call_order(frames) == forward
+    # one frame, or frames whose sources call none of the others: nothing to go by, left as printed
+    assert in_call_order(forward[:1]) == forward[:1]
+    # TongkunGuan/CCD#13's frames, cut below the header: `train(config)` calls the frame after it
+    ccd = traceback_frames(CCD_FRAMES)
+    assert [f.function for f in in_call_order(ccd)] == ["<module>", "train", "_get_dataset"]
+
+
+CCD_FRAMES = [
+    '  File "train.py", line 457, in <module>',
+    "    train(config)",
+    '  File "train.py", line 53, in train',
+    "    train_dataloader = _get_databaunch(config)",
+    '  File "train.py", line 417, in _get_dataset',
+    "    subfolders = [f.path for f in os.scandir(p) if f.is_dir()]",
+]
+
+
+def traceback_frames(lines: list[str]) -> list[Frame]:
+    return read_frames(Cursor(printed_lines(lines, 0).lines))

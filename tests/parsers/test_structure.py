@@ -110,3 +110,48 @@ def test_the_reader_parses_at_most_its_budget_and_each_blocks_last_headers() -> 
     reader.feed("".join(line + "\n" for line in many).encode(), 0, len(many))
     reader.finish()
     assert reader.parsed <= PARSE_BUDGET + LATE_HEADERS_PER_BLOCK
+
+
+# fla-org/flame#43 (the chain of tests/parsers/test_tracebacks.py), the excerpt cut at its head: it starts at the
+# first exception's line, its frames and header gone, then the separator and the second part with its header
+CHAIN_CUT_AT_ITS_FIRST_EXCEPTION = [
+    "KeyError: 'transformer'",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "<string>", line 1, in <module>',
+    '  File "/home/xxx/miniconda3/envs/flame/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", line 1311, in from_pretrained',  # noqa: E501
+    "    raise ValueError(",
+    "ValueError: The checkpoint you are trying to load has model type `transformer` but Transformers does not recognize this architecture. This could be because of an issue with the checkpoint, or because your version of Transformers is out of date.",  # noqa: E501
+]
+# qibin0506/Cortex#13: every line behind torchrun's `[rank1]:`, the excerpt cut below the header
+RANK_PREFIXED_CUT = [
+    '[rank1]:   File "/home/youwei/github/Cortex/.venv/lib/python3.12/site-packages/llm_trainer/dataset.py", line 45, in __init__',  # noqa: E501
+    "[rank1]:     for line in f:",
+    "[rank1]:                 ^",
+    '[rank1]:   File "<frozen codecs>", line 322, in decode',
+    "[rank1]: UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte",
+]
+
+
+def test_a_file_cut_at_a_chains_first_exception_line_keeps_it_in_the_chain() -> None:
+    [tb] = read([CHAIN_CUT_AT_ITS_FIRST_EXCEPTION]).tracebacks
+    first, second = tb.chain
+    assert (first.exc_type, first.message, first.ref.line, first.frames) == ("KeyError", "'transformer'", 1, [])
+    assert (second.exc_type, second.relation, second.ref.line) == ("ValueError", "context", 9)
+    assert tb.start.line == 1
+
+
+def test_the_chain_head_is_only_kept_for_the_header_right_below_it() -> None:
+    # the same lines with TRACEBACK's job line between the separator and the header: no chain to continue
+    lines = CHAIN_CUT_AT_ITS_FIRST_EXCEPTION[:4] + TRACEBACK[:1] + CHAIN_CUT_AT_ITS_FIRST_EXCEPTION[4:]
+    [tb] = read([lines]).tracebacks
+    assert [e.exc_type for e in tb.chain] == ["ValueError"] and tb.chain[0].relation is None
+
+
+def test_a_rank_prefixed_file_cut_below_its_header_is_read_from_its_first_frame() -> None:
+    [tb] = read([RANK_PREFIXED_CUT, [PROGRESS]]).tracebacks
+    (exc,) = tb.chain
+    assert (tb.start.line, exc.exc_type, exc.ref.line) == (1, "UnicodeDecodeError", 5)
+    assert [f.function for f in exc.frames] == ["__init__", "decode"]
