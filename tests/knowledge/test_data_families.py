@@ -17,6 +17,16 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
+    (  # pytorch/vision#707: torchvision before 0.8 on an ImageFolder root whose class folders hold no image
+        "imagefolder_with_no_image_in_its_subfolders",
+        [
+            '  File "/anaconda3/lib/python3.6/site-packages/torchvision/datasets/folder.py", line 79, in __init__',
+            '    "Supported extensions are: " + ",".join(extensions)))',
+            "RuntimeError: Found 0 files in subfolders of: /Users/administer/Desktop/D-HAZY_DATASET1/Middlebury_Hazy",
+            "Supported extensions are: .jpg,.jpeg,.png,.ppm,.bmp,.pgm,.tif",
+        ],
+        DATA,
+    ),
     (  # shahrukhqasim/TIES-2.0#47: TFRecords from another generator, under TensorFlow's multi-error framing
         "tfrecord_example_that_does_not_parse",
         [
