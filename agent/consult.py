@@ -20,6 +20,7 @@ from crashcart.knowledge.records import Strict
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.models import FileScan
+from crashcart.parsers.sources import Source
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -59,17 +60,21 @@ def consult(
     chat_model: BaseChatModel | None = None,
     rule_store: RuleStore | None = None,
     job: str = "",
+    sources: Sequence[Source] = (),
 ) -> tuple[Diagnosis, LLMUsage, list[RuleProposal]]:
-    """Ask the model about this job; return its diagnosis (or the rules' on failure), usage and proposals."""
+    """Ask the model about this job; return its diagnosis (or the rules' on failure), usage and proposals.
+    With the job's `sources`, the model may read further in them through the log tools."""
     from crashcart.agent.llm_agent import llm_diagnose
     from crashcart.agent.llm_context import build_context
     from crashcart.agent.llm_provider import make_chat_model
+    from crashcart.agent.llm_tools import JobLogs
 
     # A single read may not outlast the whole deadline either, so an abandoned call's thread ends with it.
     model = chat_model or make_chat_model(
         settings.model_copy(update={"timeout_s": min(settings.timeout_s, options.timeout_s)})
     )
     context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE))
+    logs = JobLogs.of(sources, scans, context) if sources else None
     outcome = llm_diagnose(
         model,
         settings,
@@ -79,6 +84,7 @@ def consult(
         token_budget=options.token_budget,
         timeout_s=options.timeout_s,
         redact_hosts=options.redact_hosts,
+        logs=logs,
     )
     chosen = _settle(diagnosis, outcome)
     proposals = []

@@ -1,10 +1,11 @@
 """The LLM diagnosis agent: one bounded loop, structured answers, self-consistency, a deterministic fallback.
 
-The model sees a redacted context; each reply is parsed into LLMAnswer and checked against the lines it was
-shown. An invalid reply is retried with the error; a call that fails for good (rate limits, timeouts) ends
-that sample. n samples vote on the class and their agreement is the confidence. With no valid answer, the
-rules' diagnosis stands. The token budget and one deadline cap everything the diagnosis may spend: tokens,
-and the time of every sample, retry and backoff sleep.
+The model sees a redacted context and, where its provider supports tool calling, may call the log tools
+(agent/llm_tools.py) before it answers; each reply is parsed into LLMAnswer and checked against the lines it
+was shown, by the context or a tool. An invalid reply is retried with the error; a call that fails for good
+(rate limits, timeouts) ends that sample. n samples vote on the class and their agreement is the confidence.
+With no valid answer, the rules' diagnosis stands. The token budget and one deadline cap everything the
+diagnosis may spend: tokens, and the time of every sample, retry, tool call and backoff sleep.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import json
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable
 
 from crashcart import prompts
 from crashcart.agent.llm_answer import MAX_REPLY_CHARS, AnswerError, LLMAnswer, answer_schema, check_size, parse_answer
@@ -28,6 +31,7 @@ from crashcart.agent.llm_provider import (
     estimate_tokens,
     invoke_with_retry,
 )
+from crashcart.agent.llm_tools import MAX_TOOL_CALLS, JobLogs
 from crashcart.agent.models import Diagnosis, LLMUsage
 from crashcart.agent.outbound import outbound
 from crashcart.agent.redact import Redactor
@@ -75,24 +79,74 @@ def _count_attempt(usage: LLMUsage) -> None:
     usage.calls += 1  # every HTTP attempt, retried or failed, is a call
 
 
+def _with_tools(model: BaseChatModel, logs: JobLogs | None) -> Runnable[Any, Any]:
+    """The model with the log tools bound, or as it is where its provider has no tool calling."""
+    if logs is None:
+        return model
+    try:
+        return model.bind_tools(logs.tools(), strict=True)
+    except NotImplementedError:
+        return model
+
+
+def _run_tool(logs: JobLogs, call: dict[str, Any]) -> str:
+    tool = {t.__name__: t for t in logs.tools()}.get(str(call.get("name")))
+    if tool is None:
+        return f"no tool named {call.get('name')!r}"
+    try:
+        return tool(**(call.get("args") or {}))
+    except (TypeError, ValueError) as exc:  # arguments of the wrong names or types
+        return f"invalid arguments: {exc}"
+
+
+def _ask(
+    model: Runnable[Any, Any],
+    settings: LLMSettings,
+    messages: list[BaseMessage],
+    logs: JobLogs | None,
+    redactor: Redactor,
+    usage: LLMUsage,
+    budget: _Budget,
+) -> AIMessage | None:
+    """The model's reply once it stops calling tools (each call's result joins `messages`); None when the budget
+    ends first. LLMCallError propagates."""
+    while True:
+        if not budget.allows(messages, settings.max_output_tokens):
+            usage.budget_exhausted = True
+            return None
+        reply = invoke_with_retry(
+            model, messages, settings, deadline=budget.deadline, on_attempt=lambda: _count_attempt(usage)
+        )
+        _account(usage, reply, messages, budget)
+        calls = list(getattr(reply, "tool_calls", None) or [])
+        if not calls or logs is None:
+            return reply
+        messages.append(reply)
+        for call in calls:
+            if usage.tool_calls >= MAX_TOOL_CALLS:
+                result = f"tool call limit ({MAX_TOOL_CALLS}) reached: answer with the JSON object now"
+            else:
+                usage.tool_calls += 1
+                result = _run_tool(logs, call)
+            messages.append(ToolMessage(outbound(result, redactor), tool_call_id=str(call.get("id") or "")))
+
+
 def _one_sample(
-    model: BaseChatModel,
+    model: Runnable[Any, Any],
     settings: LLMSettings,
     base: list[BaseMessage],
     context: Context,
     redactor: Redactor,
     usage: LLMUsage,
     budget: _Budget,
+    logs: JobLogs | None = None,
 ) -> LLMAnswer | None:
     messages = list(base)
     for _ in range(VALIDATION_RETRIES + 1):
-        if not budget.allows(messages, settings.max_output_tokens):
-            usage.budget_exhausted = True
-            return None
         try:
-            reply = invoke_with_retry(
-                model, messages, settings, deadline=budget.deadline, on_attempt=lambda: _count_attempt(usage)
-            )
+            reply = _ask(model, settings, messages, logs, redactor, usage, budget)
+            if reply is None:
+                return None
         except LLMCallError as exc:
             usage.errors.append(f"{exc.kind}: {exc}")
             usage.timed_out = budget.deadline.passed
@@ -103,7 +157,6 @@ def _one_sample(
         except Exception as exc:  # a provider's own failure must not take the diagnosis down
             usage.errors.append(f"error: {type(exc).__name__}: {str(exc)[:300]}")
             return None
-        _account(usage, reply, messages, budget)
         text = str(reply.content)
         try:
             check_size(text)  # before restoring: a server may ignore max_tokens and send megabytes
@@ -129,6 +182,7 @@ def llm_diagnose(
     token_budget: int = 20_000,
     timeout_s: float = 30.0,
     redact_hosts: bool = False,
+    logs: JobLogs | None = None,
 ) -> LLMOutcome:
     """Ask the model `samples` times within `token_budget` and `timeout_s`; vote; fall back to `rules` when
     nothing valid came in time.
@@ -141,9 +195,10 @@ def llm_diagnose(
     usage = LLMUsage(model=settings.model, samples=samples)
     budget = _Budget(token_budget, Deadline(timeout_s))
     base = _messages(context, redactor)
+    bound = _with_tools(model, logs)
     answers = []
     for _ in range(samples):
-        answer = _one_sample(model, settings, base, context, redactor, usage, budget)
+        answer = _one_sample(bound, settings, base, context, redactor, usage, budget, logs)
         if answer is not None:
             answers.append(answer)
         if usage.budget_exhausted or usage.timed_out:
@@ -176,7 +231,8 @@ def _as_diagnosis(answer: LLMAnswer, agreement: float, context: Context, rules: 
         action=answer.action,
         confidence=round(0.5 + 0.45 * agreement, 2),
         summary=f"{answer.failure_class.value} (LLM): {first_sentence}",
-        faulty_nodes=answer.faulty_nodes,
+        # the model agreeing on the class without naming a node keeps the nodes the rules located
+        faulty_nodes=answer.faulty_nodes or (rules.faulty_nodes if answer.failure_class is rules.failure_class else []),
         faulty_ranks=rules.faulty_ranks if answer.failure_class is rules.failure_class else [],
         stage=answer.stage or rules.stage,
         iteration=rules.iteration,

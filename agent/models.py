@@ -80,3 +80,4 @@ class LLMUsage(Strict):
     disagreement: ModelVerdict | None = None  # the model overruled by the rules' sure verdict
     errors: list[str] = Field(default_factory=list)
     redactions: dict[str, int] = Field(default_factory=dict)
+    tool_calls: int = 0  # the model's calls of the log tools (agent/llm_tools.py)

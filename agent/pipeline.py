@@ -95,6 +95,7 @@ def triage(
             chat_model=chat_model,
             rule_store=rule_store,
             job=", ".join(printable(p) for p in paths),
+            sources=sources,
         )
     llm_done = time.perf_counter()
     size = sum(s.bytes for s in scans)
