@@ -659,3 +659,35 @@ def test_bitsandbytes_native_calls_on_its_missing_library_are_the_environment(tm
     # ovh/ai-training-examples#102's title: bitsandbytes went on without its CUDA library, lib None
     report = triage_lines(tmp_path, "AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'")
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.bitsandbytes_native_library")
+
+
+def test_jax_falling_back_to_the_cpu_for_its_cudnn_is_the_environment(tmp_path: Path) -> None:
+    # MIT-REALM/gcbfplus#1: a jaxlib built against cuDNN 8.9 finds 8.6 installed
+    older = triage_lines(
+        tmp_path,
+        "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is"
+        " newer. The copy of cuDNN that is installed must be at least as new as the version against which JAX was"
+        " built. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)",
+    )
+    assert (older.diagnosis.failure_class, cited(older)) == (ENV, "env.jax_cuda_backend_failed")
+    # conda-forge/jax-feedstock#149: newer jaxlib lists the CUDA components it found wanting
+    outdated = triage_lines(
+        tmp_path,
+        "CUDA backend failed to initialize: Unable to use CUDA because of the following issues with CUDA components:",
+        "Outdated cuDNN installation found.",
+        "Version JAX was built against: 8907",
+        "Minimum supported: 9100",
+        "Installed version: 8907",
+    )
+    assert (outdated.diagnosis.failure_class, cited(outdated)) == (ENV, "env.jax_cuda_backend_failed")
+
+
+def test_missing_python_headers_fail_the_extension_build(tmp_path: Path) -> None:
+    # deepspeedai/DeepSpeed#3223: torch's python_headers.h includes Python.h, absent without python3-dev
+    report = triage_lines(
+        tmp_path,
+        "/home/ubuntuai/axolotl/.venv/lib/python3.10/site-packages/torch/include/torch/csrc/python_headers.h:12:10:"
+        " fatal error: Python.h: No such file or directory 12 | #include <Python.h> |          ^~~~~~~~~~ compilation"
+        " terminated.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_toolkit_missing")
