@@ -17,6 +17,18 @@ from crashcart.knowledge.taxonomy import FailureClass
 DIVERGED = FailureClass.LOSS_DIVERGENCE
 
 CASES = [
+    (  # tensorflow/models#3716: a TF 1.x session stops on a NaN histogram, the tensor's name wrapped onto a second line
+        "tf_summary_histogram_nan",
+        [
+            '  File "D:\\Anaconda\\envs\\tensorflow\\lib\\site-packages\\tensorflow\\python\\client\\session.py",'
+            " line 1335, in _do_call",
+            "    raise type(e)(node_def, op, message)",
+            "tensorflow.python.framework.errors_impl.InvalidArgumentError: Nan in summary histogram for:"
+            " ModelVars/FeatureExtractor/MobilenetV1/Conv2d_13_poi",
+            "ntwise_2_Conv2d_5_3x3_s2_128/BatchNorm/moving_variance",
+        ],
+        DIVERGED,
+    ),
     (  # AIGeeksGroup/3D-R1#16: the 3DETR-style loop skips a few non-finite steps, then terminates the run
         "detr3d_loss_not_finite",
         [
