@@ -33,6 +33,7 @@ from crashcart.parsers.richtracebacks import is_box_line, read_cut_box, read_ric
 HEADLESS_LINES = 12  # how far into a file a cut traceback's first frame may sit (after a shell prompt, a note)
 MAX_PRINTERS = 8  # headless tracebacks read from one head (ranks whose lines interleave there)
 _LEAD_LINES = 4  # lines of an earlier exception's message above a chain separator kept as its tail
+_RAY = re.compile(r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ")  # as parsers/attribution.py reads it
 _FRAME = re.compile(r'\s*(?:> )?File "[^"\n]+", line \d+(?:, in .+)?$')
 
 
@@ -60,8 +61,8 @@ def headless_starts(lines: Sequence[str]) -> list[Start]:
     for i, line in enumerate(lines[:HEADLESS_LINES]):
         if has_header(line):
             break
-        body = strip_prefixes(line)
-        prefix = line[: len(line) - len(body)]
+        prefix = printer_prefix(line)
+        body = line[len(prefix) :]
         if prefix in seen or not (_FRAME.match(body) or is_box_line(body)):
             continue
         seen.add(prefix)
@@ -77,9 +78,9 @@ def chain_head(lines: Sequence[str]) -> tuple[int, int] | None:
     the header opens continues that chain."""
     for i, line in enumerate(lines[:HEADLESS_LINES]):
         if has_header(line):
-            body = strip_prefixes(line)
-            lead = _chain_lead(lines, i, line[: len(line) - len(body)])
-            if lead is None or not _typed(strip_prefixes(lines[lead]).strip()):
+            prefix = printer_prefix(line)
+            lead = _chain_lead(lines, i, prefix)
+            if lead is None or not _typed(lines[lead][len(prefix.rstrip()) :].strip()):
                 return None
             return i, lead
     return None
@@ -87,6 +88,15 @@ def chain_head(lines: Sequence[str]) -> tuple[int, int] | None:
 
 def _typed(body: str) -> bool:
     return exception_line(body) is not None and not RECORD_START.match(body) and body not in SEPARATORS
+
+
+def printer_prefix(line: str) -> str:
+    """The printer's prefix a line starts with: a launcher's (`[rank1]: `, `[1,3]<stderr>:`, srun's `3: `) or
+    a Ray worker's (`(RayTrainWorker pid=1234, ip=10.0.0.1) `), the empty string when it has none."""
+    ray = _RAY.match(line)
+    if ray is not None:
+        return ray.group()
+    return line[: len(line) - len(strip_prefixes(line))]
 
 
 def _chain_lead(lines: Sequence[str], at: int, prefix: str) -> int | None:

@@ -31,7 +31,10 @@ from crashcart.parsers.raised import (
 Refs = Callable[[Printed], LineRef]  # the LineRef of a printed line
 Relation = Literal["context", "cause"] | None
 
-_FRAME = re.compile(r'\s*(?:> )?File "(?P<file>.*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+# Ray's log deduplication appends ` [repeated 2x across cluster]` to a line other workers printed too
+_FRAME = re.compile(
+    r'\s*(?:> )?File "(?P<file>.*)", line (?P<line>\d+)(?:, in (?P<func>.+?))?(?: \[repeated \d+x across cluster\])?$'
+)
 _CAUGHT = re.compile(r"Caught \S+ in (?P<worker>.+?)\.?$")
 _ORIGINAL = "Original Traceback (most recent call last):"
 _PYTHON_HEADER = re.compile(r"(?:Original )?Traceback \(most recent call last\):\s*$")

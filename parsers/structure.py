@@ -15,9 +15,15 @@ from typing import NamedTuple
 import hyperscan
 
 from crashcart.knowledge.records import LineRef, shift_ref
-from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.dbcache import cached_database
-from crashcart.parsers.headless import HEADLESS_LINES, chain_head, earlier_link, headless_starts, read_headless
+from crashcart.parsers.headless import (
+    HEADLESS_LINES,
+    chain_head,
+    earlier_link,
+    headless_starts,
+    printer_prefix,
+    read_headless,
+)
 from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail
 from crashcart.parsers.models import MetricPoint, RaisedException, StackDump, Traceback
 from crashcart.parsers.pytracebacks import Relation
@@ -125,10 +131,8 @@ class StructureReader:
         if found is None:
             return
         at, lead = found
-        mark = strip_prefixes(head[at])
-        earlier, relation = earlier_link(
-            head[lead:at], at + 1, self._make_ref, head[at][: len(head[at]) - len(mark)].rstrip()
-        )
+        mark = printer_prefix(head[at]).rstrip()
+        earlier, relation = earlier_link(head[lead:at], at + 1, self._make_ref, mark)
         if earlier:
             self._continues = (at + 1, earlier, relation)
 

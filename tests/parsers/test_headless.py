@@ -200,3 +200,29 @@ CCD_FRAMES = [
 
 def traceback_frames(lines: list[str]) -> list[Frame]:
     return read_frames(Cursor(printed_lines(lines, 0).lines))
+
+
+# hkust-nlp/simpleRL-reason#19: a Ray actor's lines, each behind Ray's `(Name pid=N) ` prefix, the excerpt cut inside
+# the traceback; Ray's deduplication tagged a frame other workers printed too
+RAY_PREFIXED = [
+    "(ActorModelRayActorBOX pid=499618)     self.checkpoint_engine.save(zero_sd, zero_checkpoint_name)",
+    '(ActorModelRayActorBOX pid=499618)   File "/root/miniconda3/envs/zero/lib/python3.10/site-packages/torch/serialization.py", line 849, in save [repeated 2x across cluster]',  # noqa: E501
+    "(ActorModelRayActorBOX pid=499618)     torch.save(state_dict, path)",
+    "(ActorModelRayActorBOX pid=499618)     with _open_zipfile_writer(f) as opened_zipfile:",
+    '(ActorModelRayActorBOX pid=499618)   File "/root/miniconda3/envs/zero/lib/python3.10/site-packages/torch/serialization.py", line 690, in __exit__',  # noqa: E501
+    "(ActorModelRayActorBOX pid=499618)     self.file_like.write_end_of_file()",
+    "(ActorModelRayActorBOX pid=499618) RuntimeError: [enforce fail at inline_container.cc:603] . unexpected pos 2368 vs 2262",  # noqa: E501
+]
+
+
+def test_a_cut_traceback_behind_a_ray_workers_prefix_is_read_too() -> None:
+    [start] = headless_starts(RAY_PREFIXED)
+    assert (start.at, start.prefix) == (1, len("(ActorModelRayActorBOX pid=499618) "))
+    record, used = read_headless(RAY_PREFIXED[1:], 2, make_ref, prefix=start.prefix)
+    assert record is not None and used == 6
+    (exc,) = record.chain
+    assert (exc.exc_type, exc.ref.line) == ("RuntimeError", 7)
+    assert [(f.function, f.source) for f in exc.frames] == [
+        ("save", "torch.save(state_dict, path)"),  # Ray's ` [repeated 2x across cluster]` is not the function's
+        ("__exit__", "self.file_like.write_end_of_file()"),
+    ]
