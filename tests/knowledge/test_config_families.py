@@ -310,3 +310,28 @@ def test_a_batch_the_mesh_axes_do_not_divide_is_the_config(tmp_path: Path) -> No
         "The mesh given has shape (1, 8, 1, 1) with corresponding axis names ('dp', 'fsdp', 'tp', 'sp').",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.not_divisible")
+
+
+def test_an_argument_python_fire_cannot_map_is_the_command_line(tmp_path: Path) -> None:
+    # LianjiaTech/BELLE#102: fire's refusal, then torchrun's summary of the child that exited with 2
+    report = triage_lines(
+        tmp_path,
+        "ERROR: Could not consume arg: --model_config_file",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 2) local_rank: 1 (pid: 37835) of binary:"
+        " /home/xxx/miniconda3/envs/llama/bin/python3.10",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.argparse_error")
+
+
+def test_a_dataset_config_load_dataset_does_not_find_is_the_config(tmp_path: Path) -> None:
+    # salesforce/DialogStudio#9, and the message huggingface/datasets#203 adds, with its list of configs
+    for lines in (
+        ("ValueError: BuilderConfig 'MULTIWOZ2_2' not found. Available: ['default']",),
+        (
+            "ValueError: Config name is missing.",
+            "Please pick one among the available configs: ['cola', 'sst2', 'mrpc', 'qqp', 'stsb', 'mnli',"
+            " 'mnli_mismatched', 'mnli_matched', 'qnli', 'rte', 'wnli', 'ax']",
+        ),
+    ):
+        report = triage_lines(tmp_path, *lines)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.hf_dataset_config"), lines
