@@ -71,3 +71,15 @@ def test_a_rich_chain_is_one_record_whole_or_cut_at_its_top() -> None:
         assert (first.exc_type, first.message, first.frames[-1].function) == ("KeyError", "'model_type'", "lookup")
         assert (second.exc_type, second.relation) == ("ValueError", "cause")
         assert second.message == "unrecognised configuration"
+
+
+def test_two_ranks_rich_chains_interleaved_behind_their_prefixes_are_a_record_each() -> None:
+    # rich_chain() as two ranks print it behind torchrun's `[rankN]:` prefixes, their lines interleaved, the
+    # excerpt starting inside the first boxes
+    lines = rich_chain()[1:]
+    merged = [f"[rank{rank}]: {line}".rstrip() for line in lines for rank in (0, 1)]
+    tracebacks = read_lines(merged).tracebacks
+    assert [tb.start.text[:8] for tb in tracebacks] == ["[rank0]:", "[rank1]:"]
+    for tb in tracebacks:
+        assert [(e.exc_type, e.relation) for e in tb.chain] == [("KeyError", None), ("ValueError", "cause")]
+        assert all(e.ref.text.startswith(tb.start.text[:8]) for e in tb.chain)
