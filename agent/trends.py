@@ -11,6 +11,12 @@ interval lines that printed `lm loss` and then, to the end of the log, go on wit
 Nor does a SIGKILLed worker say why it died: when the launcher tears the job down right after the host's last
 memory report read nearly full (ZeRO offload filling host RAM), that reading is the likeliest cause. A high
 reading in a job that was not torn down is no failure.
+
+Nor do ranks that fell out of step say so unless a check catches it: with TORCH_DISTRIBUTED_DEBUG=DETAIL PyTorch's
+ProcessGroupWrapper logs every collective a rank enters with its sequence number. Ranks of one group enter the same
+collectives in the same order, one apart at most while one waits for the other; when the last numbers the ranks logged
+are further apart, some rank ran collectives the others did not (a code path not every rank takes, as an MoE layer's
+token routing can make), and the job hung or died on it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ VANISHED_MIN = 2  # Megatron interval lines in a row, to the end of the log, tha
 PRIORITY = 50  # a trend is specific evidence, but a signature on the failing line knows more
 HOST_PRESSURE = 80.0  # percent of host RAM in use at the last report before a teardown: the kill was likely OOM
 PRESSURE_PRIORITY = 40  # a symptom: any root cause the log states outranks it
+DESYNC_GAP = 2  # the ranks' last logged collective sequence numbers this far apart: they ran different collectives
+DESYNC_PRIORITY = 45  # below any root cause a line names (an OOM or a NCCL error on the lagging rank outranks it)
 
 
 def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
@@ -52,7 +60,7 @@ def trend_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
             for rule_id, point in (*judged, (_VANISHED, vanished)):
                 if point is not None:
                     events.append(_event(rule_id, point, scan.file))
-    return events + _pressure_events(scans)
+    return events + _pressure_events(scans) + _desync_events(scans)
 
 
 _SPIKE = "trend.loss_spike"
@@ -60,7 +68,9 @@ _COLLAPSE = "trend.loss_scale_collapse"
 _NONFINITE = "trend.loss_nonfinite"
 _VANISHED = "trend.loss_vanished"
 _PRESSURE = "trend.host_memory_pressure"
+_DESYNC = "trend.collective_desync"
 USAGE_RULE = "mem.host.usage_report"  # memory.yaml: a host-memory report, its percentage captured
+FINGERPRINT_RULE = "python.collective_fingerprint"  # python.yaml: a collective a rank entered, rank and number captured
 
 
 def _by_rank(points: Iterable[MetricPoint]) -> list[list[MetricPoint]]:
@@ -170,6 +180,26 @@ def _pressure_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     return events
 
 
+def _desync_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
+    """A code_bug event on the last collective of the rank furthest behind and of the one furthest ahead, when their
+    sequence numbers are DESYNC_GAP or more apart."""
+    last: dict[str, tuple[int, RuleHit]] = {}
+    for scan in scans:
+        for hit in scan.hits:
+            if hit.rule_id != FINGERPRINT_RULE or not hit.captures.get("seq", "").isdigit():
+                continue
+            rank, seq = hit.captures.get("rank", ""), int(hit.captures["seq"])
+            if rank not in last or seq >= last[rank][0]:
+                last[rank] = (seq, hit)
+    if len(last) < 2:
+        return []
+    behind = min(last.values(), key=lambda item: item[0])
+    ahead = max(last.values(), key=lambda item: item[0])
+    if ahead[0] - behind[0] < DESYNC_GAP:
+        return []
+    return [_desync_event(hit.ref) for _, hit in (behind, ahead)]
+
+
 def _percent(hit: RuleHit) -> float:
     try:
         return float(hit.captures["percent"])
@@ -208,4 +238,15 @@ def _memory_event(ref: LineRef) -> FailureEvent:
         action=DEFAULT_ACTION[FailureClass.HOST_OOM],
         role=Role.SYMPTOM,
         priority=PRESSURE_PRIORITY,
+    )
+
+
+def _desync_event(ref: LineRef) -> FailureEvent:
+    return FailureEvent(
+        **dict(ref),
+        rule_id=_DESYNC,
+        failure_class=FailureClass.CODE_BUG,
+        action=DEFAULT_ACTION[FailureClass.CODE_BUG],
+        role=Role.ROOT_CAUSE,
+        priority=DESYNC_PRIORITY,
     )

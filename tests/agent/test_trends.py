@@ -188,3 +188,22 @@ def test_megatron_intervals_whose_steps_were_all_skipped_print_no_loss_and_are_n
     skipped = skipped.replace("loss scale: 1.0", "loss scale: 65536.0")  # fp16 still finding its range
     lines = megatron([2.4, 2.38, 2.41], [0.2] * 3) + [skipped.format(it=185 + i, grad=0.2) for i in range(3)]
     assert trend_events([scan_of(lines)]) == []
+
+
+# deepspeedai/DeepSpeed#4890: ProcessGroupWrapper's per-collective log (TORCH_DISTRIBUTED_DEBUG=DETAIL) after an MLP
+# was replaced by a DeepSpeed MoE layer; the tensor options after OpType are cut here, the numbers are as seen
+FINGERPRINT = (
+    "[I ProcessGroupWrapper.cpp:562] [Rank {rank}] Running collective: CollectiveFingerPrint(SequenceNumber={seq},"
+    " OpType=ALLREDUCE, TensorShape=[], TensorDtypes=Float"
+)
+
+
+def test_ranks_whose_last_collectives_are_far_apart_ran_different_code(tmp_path: Path) -> None:
+    report = triage_lines(tmp_path, FINGERPRINT.format(rank=0, seq=1277), FINGERPRINT.format(rank=1, seq=1275))
+    assert report.diagnosis.failure_class is FailureClass.CODE_BUG
+    assert {e.rule_id for e in report.diagnosis.evidence} == {"trend.collective_desync"}
+
+
+def test_ranks_one_collective_apart_are_only_waiting_for_each_other(tmp_path: Path) -> None:
+    report = triage_lines(tmp_path, FINGERPRINT.format(rank=0, seq=1276), FINGERPRINT.format(rank=1, seq=1275))
+    assert not [e for e in report.events if getattr(e, "rule_id", "") == "trend.collective_desync"]
