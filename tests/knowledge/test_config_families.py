@@ -335,3 +335,35 @@ def test_a_dataset_config_load_dataset_does_not_find_is_the_config(tmp_path: Pat
     ):
         report = triage_lines(tmp_path, *lines)
         assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.hf_dataset_config"), lines
+
+
+def test_a_deepspeed_config_path_that_does_not_exist_is_the_config(tmp_path: Path) -> None:
+    # Entropy-xcy/bitnet158#2: accelerate's HfDeepSpeedConfig on a --deepspeed path it cannot open
+    report = triage_lines(
+        tmp_path,
+        "ValueError: Expected a string path to an existing deepspeed config, or a dictionary, or a base64 encoded"
+        " string. Received: ds_config.json",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.deepspeed_config_path")
+
+
+def test_a_resource_request_no_ray_node_type_can_hold_is_the_config(tmp_path: Path) -> None:
+    # rllm-org/rllm#35: 8 GPUs in one STRICT_PACK group on a one-GPU cluster, with the autoscaler's status
+    report = triage_lines(
+        tmp_path,
+        "(autoscaler +34s) Error: No available node types can fulfill resource request defaultdict(<class 'float'>,"
+        " {'CPU': 8.0, 'GPU': 8.0}). Add suitable node types to this cluster to resolve this issue.",
+        "Demands:",
+        " {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.ray_unfulfillable_request")
+
+
+def test_the_autoscalers_spurious_node_resource_request_accuses_no_config(tmp_path: Path) -> None:
+    # ray-project/xgboost_ray#222: a request for a node's own resource, on a cluster that had the resources
+    report = triage_lines(
+        tmp_path,
+        "Error: No available node types can fulfill resource request {'node:************': 0.01}. Add suitable node"
+        " types to this cluster to resolve this issue.",
+    )
+    assert report.diagnosis.failure_class is not CONFIG
