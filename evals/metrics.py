@@ -37,6 +37,8 @@ class CaseResult(Strict):
     predicted_evidence: list[str] = []
     predicted_faulty_nodes: list[str] = []
     predicted_faulty_ranks: list[int] = []
+    predicted_confidence: float | None = None
+    decided_by: str | None = None  # which path decided: rules, structure, memory, llm, none
     seconds: float = 0.0
     error: str | None = None  # one line: the CrashcartError that stopped triage
 
@@ -53,6 +55,16 @@ class ClassMetrics(Strict):
     recall: float
     f1: float
     support: int
+
+
+class CalibrationRow(Strict):
+    """How often verdicts of one deciding path and confidence band were wrong: where the model should be asked."""
+
+    decided_by: str
+    band: str  # "0.7-0.8": confidence from 0.7 up to 0.8
+    cases: int
+    wrong: int
+    error_rate: float
 
 
 class EvalReport(Strict):
@@ -72,6 +84,7 @@ class EvalReport(Strict):
     seconds_max: float
     per_class: dict[str, ClassMetrics]
     confusion: dict[str, dict[str, int]]  # expected class -> predicted class (or ERROR_COLUMN) -> count
+    calibration: list[CalibrationRow] = []
     results: list[CaseResult]
 
 
@@ -164,8 +177,34 @@ def compute_metrics(results: list[CaseResult]) -> EvalReport:
         seconds_max=max(seconds, default=0.0),
         per_class=per_class,
         confusion=confusion_matrix(results),
+        calibration=calibration(results),
         results=results,
     )
+
+
+BANDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
+
+
+def calibration(results: list[CaseResult]) -> list[CalibrationRow]:
+    """Error rates by deciding path and confidence band (cases that ran and report a confidence)."""
+    cells: dict[tuple[str, int], list[int]] = {}
+    for r in results:
+        if r.error is not None or r.predicted_confidence is None:
+            continue
+        band = next(i for i in range(len(BANDS) - 1) if r.predicted_confidence < BANDS[i + 1])
+        cell = cells.setdefault((r.decided_by or "none", band), [0, 0])
+        cell[0] += 1
+        cell[1] += not r.correct
+    return [
+        CalibrationRow(
+            decided_by=path,
+            band=f"{BANDS[band]:.1f}-{min(BANDS[band + 1], 1.0):.1f}",
+            cases=n,
+            wrong=wrong,
+            error_rate=round(wrong / n, 3),
+        )
+        for (path, band), (n, wrong) in sorted(cells.items())
+    ]
 
 
 def _ratio(num: float, den: float) -> float:

@@ -80,6 +80,13 @@ def render_text(report: EvalReport) -> RenderableType:
         confusion.add_row(f"{index[row]} {row}", *cells)
 
     parts: list[RenderableType] = [summary, per_class, confusion]
+    if report.calibration:
+        calib = Table(title="calibration: how often each path's verdicts were wrong")
+        for col in ("decided by", "confidence", "cases", "wrong", "error"):
+            calib.add_column(col, justify="left" if col == "decided by" else "right")
+        for band in report.calibration:
+            calib.add_row(band.decided_by, band.band, str(band.cases), str(band.wrong), f"{band.error_rate:.2f}")
+        parts.append(calib)
     misses = misclassified(report)
     if misses:
         wrong = Table(title=f"misclassified ({len(misses)})")

@@ -60,6 +60,8 @@ def case_result(case: LabeledCase, diagnosis: Diagnosis, seconds: float) -> Case
         predicted_evidence=[e.text for e in diagnosis.evidence],
         predicted_faulty_nodes=diagnosis.faulty_nodes,
         predicted_faulty_ranks=diagnosis.faulty_ranks,
+        predicted_confidence=diagnosis.confidence,
+        decided_by=diagnosis.decided_by,
         seconds=seconds,
     )
 

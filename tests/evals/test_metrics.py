@@ -277,3 +277,15 @@ def test_an_errored_case_misses_even_with_stale_predictions() -> None:
     )
     rep = compute_metrics([r])
     assert rep.evidence_hit_rate == 0.0 and rep.faulty_node_hit_rate == 0.0
+
+
+def test_calibration_counts_the_wrong_verdicts_of_each_path_and_confidence_band() -> None:
+    results = [
+        _r(1, GH, GH, DRAIN, DRAIN, predicted_confidence=0.93, decided_by="rules"),
+        _r(2, GH, NET, DRAIN, DRAIN, predicted_confidence=0.95, decided_by="rules"),
+        _r(3, OOM, BUG, FIX, FIX, predicted_confidence=0.65, decided_by="structure"),
+        _r(4, OOM, OOM, FIX, FIX, predicted_confidence=0.62, decided_by="structure"),
+        _r(5, BUG, BUG, FIX, FIX),  # no confidence reported: left out
+    ]
+    rows = [(r.decided_by, r.band, r.cases, r.wrong, r.error_rate) for r in compute_metrics(results).calibration]
+    assert rows == [("rules", "0.9-1.0", 2, 1, 0.5), ("structure", "0.6-0.7", 2, 1, 0.5)]
