@@ -243,6 +243,27 @@ CASES = [
         ],
         GPU,
     ),
+    (  # ray-project/ray#47461: a Ray Train worker gone on SIGKILL; the hint's 'SIGSEGV' is no segfault of the job
+        "ray_worker_sigkilled",
+        [
+            "(raylet) A worker died or was killed while executing a task by an unexpected system error. To"
+            " troubleshoot the problem, check the logs for the dead worker. RayTask ID:"
+            " ffffffffffffffff3fe85624f7ebc8f28d076a0702000000 Worker ID:"
+            " fead2dfe78eeee17dd8922f0569f798cf51660782f4222a9acfc8fbe Node ID:"
+            " 201f2cc4bc593d830338a3ed774649489389d8695222912df0994e79 Worker IP address: 10.0.7.57 Worker port: 10046"
+            " Worker PID: 89513 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a"
+            " connection error code 2. End of file. There are some potential root causes. (1) The process is killed"
+            " by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is"
+            " crashed unexpectedly due to SIGSEGV or other unexpected errors.",
+            "(TorchTrainer pid=89392) Worker 0 has failed.",
+        ],
+        HOST,
+    ),
+    (  # huaweicloud/dls-example#26: old torch's shared-memory allocator, naming no errno, in a DataLoader worker
+        "shm_write_failed_thallocator",
+        ["RuntimeError: unable to write to file </torch_76_3625483894> at /pytorch/aten/src/TH/THAllocator.c:383"],
+        HOST,
+    ),
     (  # InternLandMark/LandMark#65: the shell's 'Killed' on the line of tqdm's bar, which never ends its line
         "killed_after_tqdm_bar",
         [
