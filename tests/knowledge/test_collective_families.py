@@ -103,3 +103,36 @@ def test_horovods_stall_shutdown_is_a_collective_timeout(tmp_path: Path) -> None
     )
     assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
     assert report.diagnosis.evidence[0].rule_id == "coll.horovod_stall_shutdown"
+
+
+def test_xlas_rendezvous_termination_timeout_is_a_collective_hang_but_its_false_alarm_is_not(tmp_path: Path) -> None:
+    # openxla/xla:xla/service/rendezvous.cc: the source's format as a jax CPU run quoted it (run id filled in)
+    report = triage_lines(
+        tmp_path,
+        "Termination timeout for `all gather RendezvousKey{run_id=RunId: 7, global_devices=[1, 3], "
+        "num_local_participants=2, collective_op_kind=cross_module, op_id=28}` of 40 seconds exceeded. Exiting to "
+        "ensure a consistent program state. Expected 2 threads to join the rendezvous, but only 1 of them arrived on "
+        "time.",
+    )
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    assert report.diagnosis.evidence[0].rule_id == "coll.xla_rendezvous_termination"
+    unstuck = triage_lines(
+        tmp_path,
+        "E0601 12:00:00.000000  4242 rendezvous.cc:96] Thread is unstuck! Warning above was a false-positive. Perhaps "
+        "the timeout is too short.",
+    )
+    assert unstuck.diagnosis.failure_class is not FailureClass.COLLECTIVE_TIMEOUT
+
+
+def test_horovods_stall_warning_wrapped_by_the_console_is_still_the_stall(tmp_path: Path) -> None:
+    # horovod/horovod#1442: the console wrapped the stall inspector's warning mid-word, the stalled rank below it
+    report = triage_lines(
+        tmp_path,
+        "[1,0]<stderr>:[2019-10-09 05:33:38.249493: W horovod/common/stall_inspector.cc:105] One or more tensors were "
+        "submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remaind",
+        "er of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different "
+        "tensors or that only subset of ranks is submitting tensors, which will cause deadlock.",
+        "[1,0]<stderr>:Stalled ranks:",
+    )
+    assert report.diagnosis.failure_class is FailureClass.COLLECTIVE_TIMEOUT
+    assert report.diagnosis.evidence[0].rule_id == "coll.horovod_stall"

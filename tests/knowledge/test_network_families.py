@@ -198,3 +198,33 @@ def test_the_kernels_transmit_watchdog_is_a_hung_nic(tmp_path: Path) -> None:
     report = triage_lines(tmp_path, "kernel: NETDEV WATCHDOG: enp94s0f0 (mlx5_core): transmit queue 3 timed out")
     assert report.diagnosis.failure_class is FailureClass.NETWORK
     assert report.diagnosis.evidence[0].rule_id == "net.netdev_tx_timeout"
+
+
+def test_nccl_2_1xs_last_error_of_a_refused_recv_is_the_socket_path(tmp_path: Path) -> None:
+    # EleutherAI/gpt-neox#1147: torch's 'Last error:' under an internal error, NCCL 2.14's socket WARN text
+    report = triage_lines(
+        tmp_path,
+        "NCCL error in: ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.14.3",
+        "node2: Last error:",
+        "node2: Net : Call to recv from NODE2_IP<56843> failed : Connection refused",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.socket.nccl_connect_failed"
+
+
+def test_nccl_2_1xs_closed_peer_as_a_last_error_is_a_lost_peer(tmp_path: Path) -> None:
+    # NCCL 2.1x's WARN 'Net : Connection closed by remote peer %s' (NVIDIA/nccl:src/misc/socket.cc), address filled in
+    report = triage_lines(tmp_path, "Net : Connection closed by remote peer 10.0.0.2<42830>")
+    assert any(getattr(e, "rule_id", "") == "net.peer_closed" for e in report.events)
+
+
+def test_open_mpis_tcp_readv_failure_is_a_weak_network_symptom_under_a_peers_crash(tmp_path: Path) -> None:
+    # Open MPI users list: the other ranks of a job whose one rank segfaulted (btl_tcp_frag.c)
+    alone = triage_lines(
+        tmp_path,
+        "[cstone-00612][[21785,1],35][btl_tcp_frag.c:216:mca_btl_tcp_frag_recv] mca_btl_tcp_frag_recv: readv failed: "
+        "Connection reset by peer (104)",
+    )
+    assert alone.diagnosis.failure_class is FailureClass.NETWORK
+    readv = next(e for e in alone.events if getattr(e, "rule_id", "") == "net.ompi_tcp_readv_failed")
+    assert readv.role is Role.SYMPTOM

@@ -205,3 +205,81 @@ def test_rays_older_actor_on_a_dead_node_wording_is_the_same_family(tmp_path: Pa
     )
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert any(getattr(e, "rule_id", "") == "node.ray_node_died" for e in report.events)
+
+
+def test_slurmctld_killing_a_job_on_a_failed_node_accuses_that_node(tmp_path: Path) -> None:
+    # slurmctld's kill_running_job_by_node_name (SchedMD/slurm:src/slurmctld/job_mgr.c): the source's format, values
+    # filled in; a job that merely ended by a signal names no node (ArjunaCluster/ArjunaUsers#137)
+    report = triage_lines(
+        tmp_path,
+        "[2024-05-01T11:59:58.001] error: Nodes gpu-node-07 not responding",
+        "[2024-05-01T12:00:00.123] Killing JobId=123456 on failed node gpu-node-07",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.faulty_nodes == ["gpu-node-07"]
+    ended = triage_lines(tmp_path, "[2022-05-27T11:37:57.377] _job_complete: JobId=127441 WTERMSIG 9")
+    assert not any(getattr(e, "rule_id", "") == "node.slurm_failed_node_kill" for e in ended.events)
+
+
+def test_kubernetes_node_whose_kubelet_stopped_reporting_is_a_lost_node_but_a_ready_one_is_not(
+    tmp_path: Path,
+) -> None:
+    # kubectl describe node of a NotReady node: the node lifecycle controller's NodeStatusUnknown conditions
+    # (kubernetes/kubernetes:pkg/controller/nodelifecycle/node_lifecycle_controller.go)
+    lost = triage_lines(
+        tmp_path,
+        "  MemoryPressure   Unknown   Thu, 08 Oct 2026 00:37:41 +0530   Thu, 08 Oct 2026 00:38:53 +0530   "
+        "NodeStatusUnknown   Kubelet stopped posting node status.",
+        "  Ready            Unknown   Thu, 08 Oct 2026 00:37:41 +0530   Thu, 08 Oct 2026 00:38:53 +0530   "
+        "NodeStatusUnknown   Kubelet stopped posting node status.",
+    )
+    assert lost.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert lost.diagnosis.evidence[0].rule_id == "node.k8s_node_status_unknown"
+    ready = triage_lines(
+        tmp_path,
+        "  Ready            True    Mon, 03 Aug 2020 12:01:00 +0000   Mon, 03 Aug 2020 11:00:00 +0000   "
+        "KubeletReady                 kubelet is posting ready status",
+    )
+    assert ready.diagnosis.failure_class is not FailureClass.NODE_FAILURE
+
+
+def test_rays_actor_whose_owners_node_crashed_accuses_the_owners_node(tmp_path: Path) -> None:
+    # the actor error Ray's GCS writes for actors owned by a worker on a dead node (GenOwnerDiedCause in OnNodeDead,
+    # ray-project/ray:src/ray/gcs/gcs_actor_manager.cc), as a driver printed it
+    report = triage_lines(
+        tmp_path,
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "\tip: 10.208.0.212",
+        "The actor is dead because its owner has died. Owner Id: "
+        "05000000ffffffffffffffffffffffffffffffffffffffffffffffff Owner Ip address: 10.208.0.212 Owner worker exit "
+        "type: SYSTEM_ERROR Worker exit detail: Owner's node has crashed.",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.faulty_nodes == ["10.208.0.212"]
+
+
+def test_torque_killing_a_job_that_lost_a_sister_mom_is_a_node_failure(tmp_path: Path) -> None:
+    # Open MPI users list: an mpirun job under Torque whose MOM lost a sister node's daemon
+    report = triage_lines(
+        tmp_path,
+        "=>> PBS: job killed: node 18 (n314) requested job terminate, 'EOF' (code 1099) - received SISTER_EOF "
+        "attempting to communicate with sister MOM's",
+        "mpirun: Forwarding signal 10 to job",
+        "mpirun: killing job...",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.pbs_sister_mom_lost"
+
+
+def test_a_raylet_the_gcs_gave_up_on_health_checks_is_its_node(tmp_path: Path) -> None:
+    # vllm-project/vllm#19960: the worker raylet's fatal event after the GCS dropped it
+    report = triage_lines(
+        tmp_path,
+        '{"custom_fields":{"node_id":"a418db09539dd8e5b9800eb27416ecf0f8f62df5a1c720f0484d96ca"},'
+        '"event_id":"03cdd9ea75bc4aceb7d23e840be2f8a4612a","host_name":"minion-1","label":"RAYLET_MARKED_DEAD",'
+        '"message":"[Timeout] Exiting because this node manager has mistakenly been marked as dead by the GCS: GCS '
+        "failed to check the health of this node for 5 times. This is likely because the machine or raylet has become "
+        'overloaded.","pid":"89","severity":"FATAL","source_type":"RAYLET","timestamp":1750683',
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.ray_raylet_died"
