@@ -367,3 +367,30 @@ def test_the_autoscalers_spurious_node_resource_request_accuses_no_config(tmp_pa
         " types to this cluster to resolve this issue.",
     )
     assert report.diagnosis.failure_class is not CONFIG
+
+
+def test_sox_on_a_manifest_path_that_is_not_there_is_the_config(tmp_path: Path) -> None:
+    # speechbrain/speechbrain#1547: SoX's open failure behind tqdm, then a DataLoader traceback the log cut
+    report = triage_lines(
+        tmp_path,
+        "speechbrain.utils.epoch_loop - Going into epoch 1",
+        "  0% 0/1 [00:00<?, ?it/s]formats: can't open input file `./Speech Brain/converteddata/01/01-1_01.wav': No such"
+        " file or directory",
+        "speechbrain.core - Exception:",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.7/dist-packages/torch/utils/data/_utils/fetch.py", line 49, in fetch',
+        "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.audio_path_unopenable")
+
+
+def test_a_path_that_is_no_lmdb_is_the_config(tmp_path: Path) -> None:
+    # BVLC/caffe#6173: Caffe's glog check on mdb_env_open; the maintainer: a wrong path in the prototxt
+    report = triage_lines(
+        tmp_path,
+        "I0115 10:13:29.053575  8956 layer_factory.cpp:58] Creating layer data",
+        "F0115 10:13:29.136234  8956 db_lmdb.hpp:15] Check failed: mdb_status == 0 (-30793 vs. 0) MDB_INVALID: File is"
+        " not an LMDB file",
+        "*** Check failure stack trace: ***",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.lmdb_path_not_a_db")
