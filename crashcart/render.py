@@ -57,6 +57,24 @@ def overruled(report: Report) -> str | None:
     return f"the model answered {seen.failure_class.value} → {seen.action.value}{nodes}; the rules' sure verdict stands"
 
 
+def model_note(report: Report) -> str | None:
+    """One line when the model was asked: that it fell back to the rules and why, or that it was overruled."""
+    usage = report.llm
+    if usage is None:
+        return None
+    if usage.fallback:
+        if usage.timed_out:
+            why = "it did not answer in time"
+        elif usage.budget_exhausted:
+            why = "the token budget ran out"
+        elif usage.errors:
+            why = usage.errors[-1]
+        else:
+            why = "no valid answer came back"
+        return printable(f"the model ({usage.model}) was asked and the rules' diagnosis stands: {why}"[:300])
+    return overruled(report)
+
+
 def to_terminal(report: Report) -> RenderableType:
     """A compact screen: verdict panel, evidence table, next steps, and what was read."""
     d = report.diagnosis
@@ -70,8 +88,8 @@ def to_terminal(report: Report) -> RenderableType:
         "\n",
         (where(report), "dim"),
     )
-    if overruled(report):
-        head.append(f"\n{overruled(report)}", style="yellow")
+    if model_note(report):
+        head.append(f"\n{model_note(report)}", style="yellow")
     evidence = Table(show_header=True, header_style="bold", expand=True, box=None)
     evidence.add_column("where", no_wrap=True, style="cyan")
     evidence.add_column("node/rank", no_wrap=True)
@@ -129,7 +147,7 @@ def to_markdown(report: Report) -> str:
         printable(d.summary, newlines=True),
         "",
         f"*{where(report)}*",
-        *([f"_{overruled(report)}_"] if overruled(report) else []),
+        *([f"_{model_note(report)}_"] if model_note(report) else []),
         "",
         "**Evidence**",
         "",

@@ -75,6 +75,25 @@ def test_a_model_the_rules_overruled_is_named_in_both_formats(fake_chat) -> None
     assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
 
 
+def test_a_model_that_was_asked_and_fell_back_says_so_and_why_in_both_formats(tmp_path: Path, fake_chat) -> None:
+    from fakes.chat import bad_request_error
+
+    log = tmp_path / "train.log"
+    log.write_text(OOM)
+    prose = "It looks like the GPU ran out of memory, I think."  # no JSON: rejected, re-asked, then given up
+    report = triage(
+        [str(log)],
+        chat_model=fake_chat([prose, prose, prose]),
+        llm_options=LLMOptions(always=True),
+    )
+    assert report.llm is not None and report.llm.fallback
+    line = "was asked and the rules' diagnosis stands: invalid answer"
+    assert line in _terminal(report) and line in to_markdown(report)
+    report = triage([str(log)], chat_model=fake_chat([bad_request_error()]), llm_options=LLMOptions(always=True))
+    assert report.llm is not None and report.llm.errors  # a client error is not retried: it is the reason given
+    assert f"was asked and the rules' diagnosis stands: {report.llm.errors[-1][:60]}" in _terminal(report)
+
+
 # loguru's colours as datatrove wrote them to a log file (huggingface/datatrove#131)
 COLOURED = (
     "\x1b[32m2024-03-22 07:26:34.220\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mdatatrove.utils.logging\x1b[0m:"
