@@ -394,3 +394,23 @@ def test_a_path_that_is_no_lmdb_is_the_config(tmp_path: Path) -> None:
         "*** Check failure stack trace: ***",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.lmdb_path_not_a_db")
+
+
+def test_a_tracker_without_its_api_key_is_the_config(tmp_path: Path) -> None:
+    # Kent0n-Li/ChatDoctor#15 and allenai/comet-atomic-2020#20: wandb's login check, as logged and as raised
+    for line in (
+        "wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+        "wandb.errors.UsageError: api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+    ):
+        report = triage_lines(tmp_path, line)
+        assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.tracker_credentials_missing"), line
+
+
+def test_a_directory_made_at_the_filesystem_root_is_the_config(tmp_path: Path) -> None:
+    # matterport/Mask_RCNN#2880: os.makedirs of a log_dir that lost its base, under an IPython traceback
+    report = triage_lines(
+        tmp_path,
+        "-> 2347             os.makedirs(self.log_dir)",
+        "OSError: [Errno 30] Read-only file system: '//logdir'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.root_path_read_only")
