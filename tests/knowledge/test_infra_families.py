@@ -192,3 +192,30 @@ def test_an_amd_gpu_hang_reset_by_its_driver_is_gpu_hardware_to_retry(tmp_path: 
         "Oct  7 12:58:23 Ubuntu-Desktop kernel: [ 2237.944732] amdgpu 0000:0a:00.0: amdgpu: GPU reset begin!",
     )
     assert (report.diagnosis.failure_class, report.diagnosis.action.value) == (FailureClass.GPU_HARDWARE, "retry")
+
+
+def test_a_rendezvous_store_never_reached_is_the_launch_setting_but_lost_keep_alives_are_the_node(
+    tmp_path: Path,
+) -> None:
+    # pytorch/pytorch#64926: torchrun's error file on hosts with several NICs, the store never reached
+    unreachable = triage_lines(
+        tmp_path,
+        "[INFO] 2021-09-13 22:17:26,653 api: Starting elastic_operator with launch configs:",
+        "  rdzv_backend     : c10d",
+        "  rdzv_endpoint    : 10.28.1.16",
+        "[ERROR] 2021-09-13 22:18:26,678 error_handler: {",
+        '  "message": {',
+        '    "message": "RendezvousConnectionError: The connection to the C10d store has failed. See inner exception '
+        'for details.",',
+    )
+    assert unreachable.diagnosis.failure_class is FailureClass.CONFIG_ERROR
+    # pytorch/pytorch#76287: the agents of a running job lose the store's node, their keep-alives fail first
+    lost = triage_lines(
+        tmp_path,
+        "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'jean-zay-iam37-ib0_187281_0' has "
+        "failed to send a keep-alive heartbeat to the rendezvous 'none' due to an error of type "
+        "RendezvousConnectionError.",
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has "
+        "failed. See inner exception for details.",
+    )
+    assert lost.diagnosis.failure_class is FailureClass.NODE_FAILURE
