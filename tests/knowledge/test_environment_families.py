@@ -691,3 +691,15 @@ def test_missing_python_headers_fail_the_extension_build(tmp_path: Path) -> None
         " terminated.",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_toolkit_missing")
+
+
+def test_torchvisions_cuda_check_wrapped_over_lines_is_the_environment(tmp_path: Path) -> None:
+    # geocine/sd-easy-mode#18: the torchvision check's message wrapped at the terminal's width
+    report = triage_lines(
+        tmp_path,
+        "RuntimeError: Detected that PyTorch and torchvision were compiled with different",
+        "CUDA versions. PyTorch has CUDA Version=11.7 and torchvision has CUDA ",
+        "Version=11.8. Please reinstall the torchvision that matches your PyTorch ",
+        "install.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_version_mismatch")
