@@ -74,7 +74,7 @@ def consult(
     model = chat_model or make_chat_model(
         settings.model_copy(update={"timeout_s": min(settings.timeout_s, options.timeout_s)})
     )
-    context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE))
+    context = build_context(scans, events, diagnosis, int(options.token_budget * CONTEXT_SHARE), sources)
     logs = JobLogs.of(sources, scans, context) if sources else None
     outcome = llm_diagnose(
         model,

@@ -1,7 +1,8 @@
 """What the model is shown, built within a token budget from what the pipeline already has.
 
-Sections, most telling first: the deterministic findings (rule hits), the first error-like lines of each
-node, the job's rare templates with counts, similar past incidents, and the runbooks of the candidate
+Sections, most telling first: the deterministic findings (rule hits), the log lines (the whole log when it fits
+the lines' and templates' share of the budget; else the first error-like lines of each node and each file's
+last line), the job's rare templates with counts, similar past incidents, and the runbooks of the candidate
 classes. Every log line is shown as `[file:line]`, and only those lines may be cited back.
 """
 
@@ -19,6 +20,7 @@ from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
 from crashcart.parsers.models import FileScan
+from crashcart.parsers.sources import Source, numbered_lines
 
 CHARS_PER_TOKEN = 4
 LINE_CHARS = 400  # a shown line is cut here, after its secrets are redacted
@@ -63,16 +65,26 @@ class _Section:
 
 
 def build_context(
-    scans: Sequence[FileScan], events: Sequence[Event], diagnosis: Diagnosis, budget_tokens: int
+    scans: Sequence[FileScan],
+    events: Sequence[Event],
+    diagnosis: Diagnosis,
+    budget_tokens: int,
+    sources: Sequence[Source] = (),
 ) -> Context:
-    """The prompt sections for one job, each within its share of `budget_tokens`."""
+    """The prompt sections for one job, each within its share of `budget_tokens`; with the job's `sources`, a
+    log small enough is shown whole."""
     chars = {name: int(share * budget_tokens * CHARS_PER_TOKEN) for name, share in _SHARES.items()}
     ctx = Context(sections={"taxonomy": _taxonomy()})
     ctx.nodes = {s.node for scan in scans for s in scan.templates if s.node}
     ctx.nodes |= {e.node for e in events if e.node}
     ctx.sections["findings"] = _findings(diagnosis, events, _Section(chars["findings"]), ctx)
-    ctx.sections["lines"] = _first_error_lines(scans, _Section(chars["lines"]), ctx)
-    ctx.sections["templates"] = _templates(scans, _Section(chars["templates"]), ctx.redactor)
+    whole = _whole_log(sources, scans, _Section(chars["lines"] + chars["templates"]), ctx)
+    if whole is not None:
+        ctx.sections["lines"] = whole
+        ctx.sections["templates"] = "(the whole log is shown above)"
+    else:
+        ctx.sections["lines"] = _first_error_lines(scans, _Section(chars["lines"]), ctx)
+        ctx.sections["templates"] = _templates(scans, _Section(chars["templates"]), ctx.redactor)
     ctx.sections["similar"] = _similar(diagnosis, _Section(chars["similar"]))
     ctx.sections["runbooks"] = _runbooks(diagnosis, _Section(chars["runbooks"]))
     return ctx
@@ -103,6 +115,24 @@ def _findings(diagnosis: Diagnosis, events: Sequence[Event], section: _Section, 
         tag = f"  <- rule {event.rule_id}: {event.failure_class.value}, {event.role.value}, x{event.count}"
         if not _show(section, ctx, event, tag):
             break
+    return section.text()
+
+
+def _whole_log(sources: Sequence[Source], scans: Sequence[FileScan], section: _Section, ctx: Context) -> str | None:
+    """Every line of every file, when the job's text fits the section (and every file can be read again: standard
+    input cannot); None otherwise, and nothing is marked citeable."""
+    readable = {s.display: s for s in sources if s.path is not None}
+    if not scans or any(scan.file not in readable for scan in scans):
+        return None
+    if sum(scan.bytes for scan in scans) + 32 * sum(scan.lines for scan in scans) > section.budget:
+        return None  # each shown line also carries its [file:line] tag
+    shown: dict[tuple[str, int], str] = {}
+    for scan in scans:
+        for no, text in numbered_lines(readable[scan.file]):
+            if not section.add(_cite(scan.file, no, None, None, text, ctx.redactor)):
+                return None
+            shown[(scan.file, no)] = text
+    ctx.citeable.update(shown)
     return section.text()
 
 

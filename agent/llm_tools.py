@@ -19,7 +19,7 @@ from crashcart.agent.outbound import clip
 from crashcart.agent.timeline import timelines
 from crashcart.knowledge.errors import ReadError
 from crashcart.parsers.models import FileScan
-from crashcart.parsers.sources import Source, read_blocks
+from crashcart.parsers.sources import Source, numbered_lines, read_blocks
 
 MAX_TOOL_CALLS = 6  # per diagnosis, over all samples
 MAX_LINES = 40  # returned by one call
@@ -68,10 +68,7 @@ class JobLogs:
         first, last = max(1, line - before), line + after
         if last - first + 1 > MAX_WINDOW:
             last = first + MAX_WINDOW - 1
-        shown = [
-            self._show(file, no, text)
-            for no, text in _lines(self.sources[file], time.monotonic() + TOOL_SECONDS, first, last)
-        ]
+        shown = [self._show(file, no, text) for no, text in numbered_lines(self.sources[file], first, last)]
         return "\n".join(shown) or f"{file} has no line {line}"
 
     def list_templates(self, node: str | None = None, rank: int | None = None) -> str:
@@ -126,26 +123,5 @@ def _matching(src: Source, regex: re2._Regexp, deadline: float) -> Iterator[tupl
                 if pos > len(text):
                     break
             no += block.count(b"\n") + (not block.endswith(b"\n"))
-    except (OSError, ReadError):
-        return  # a file gone or damaged since the scan: what was read stands
-
-
-def _lines(src: Source, deadline: float, first: int = 1, last: int | None = None) -> Iterator[tuple[int, str]]:
-    """(line number, text) of the file from `first` to `last`, streamed; blocks before `first` are only counted."""
-    no = 0
-    try:
-        for block in read_blocks(src):
-            if time.monotonic() > deadline:
-                return
-            count = block.count(b"\n") + (not block.endswith(b"\n"))
-            if no + count < first:
-                no += count
-                continue
-            for raw in block.split(b"\n")[:count]:
-                no += 1
-                if no >= first:
-                    if last is not None and no > last:
-                        return
-                    yield no, raw.decode("utf-8", errors="replace").rstrip("\r")
     except (OSError, ReadError):
         return  # a file gone or damaged since the scan: what was read stands

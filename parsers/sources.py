@@ -228,6 +228,26 @@ def read_blocks(src: Source, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
         raw.close()
 
 
+def numbered_lines(src: Source, first: int = 1, last: int | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, text) from line `first` to `last` of a source, streamed; the blocks before `first` are only
+    counted (in native code). Read again after a scan, so a file gone or damaged since ends the lines early."""
+    no = 0
+    try:
+        for block in read_blocks(src.model_copy(update={"start": 0, "end": None})):
+            count = block.count(b"\n") + (not block.endswith(b"\n"))
+            if no + count < first:
+                no += count
+                continue
+            for raw in block.split(b"\n")[:count]:
+                no += 1
+                if no >= first:
+                    if last is not None and no > last:
+                        return
+                    yield no, raw.decode("utf-8", errors="replace").rstrip("\r")
+    except (OSError, ReadError):
+        return
+
+
 def _line_blocks(chunks: Iterator[bytes]) -> Iterator[bytes]:
     carry = b""
     passing = False  # inside a line cut at MAX_LINE: its rest, up to its newline, is passed over

@@ -43,6 +43,36 @@ def test_a_bigger_budget_shows_more_lines(job) -> None:
     )
 
 
+# NVlabs/wetectron#83: a tqdm bar, then a custom logger's epoch summary with a NaN loss that no error-like word marks
+SMALL = [
+    "100%|██████████| 12328/12328 [1:19:17<00:00,  2.59it/s]",
+    "Epoch : 2 finished. Training Loss: nan. Validation Loss: nan",
+]
+
+
+def test_a_log_that_fits_is_shown_whole_and_every_line_can_be_cited(tmp_path) -> None:
+    (tmp_path / "train.log").write_text("\n".join(SMALL) + "\n")
+    sources = discover([str(tmp_path / "train.log")]).sources
+    scans = scan_sources(sources, load_rules(), workers=1)
+    events = build_events(scans)
+    diagnosis = triage([str(tmp_path / "train.log")]).diagnosis
+    ctx = build_context(scans, events, diagnosis, 12000, sources)
+    assert ctx.citeable[("train.log", 2)] == SMALL[1] and ctx.citeable[("train.log", 1)] == SMALL[0]
+    assert "[train.log:2] " + SMALL[1] in ctx.sections["lines"]
+    assert ctx.sections["templates"] == "(the whole log is shown above)"
+    without = build_context(scans, events, diagnosis, 12000)  # no sources to read again: the usual sections
+    assert without.sections["templates"] != "(the whole log is shown above)"
+
+
+def test_a_job_bigger_than_the_budget_is_not_shown_whole(job, tmp_path) -> None:
+    scans, events, diagnosis = job
+    out = tmp_path / "again"
+    generate_job(out, JobSpec(nodes=4, total_mb=1, scenario="ib_link", fault_node=2, seed=5))
+    sources = discover([str(out / "logs")]).sources
+    ctx = build_context(scans, events, diagnosis, 6000, sources)
+    assert ctx.sections["templates"] != "(the whole log is shown above)"
+
+
 def test_parse_answer_accepts_fenced_json_and_rejects_what_was_not_shown() -> None:
     reply = (
         'Here you go:\n```json\n{"failure_class": "network", "action": "drain_node_and_retry", '
