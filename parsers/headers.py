@@ -16,7 +16,7 @@ from enum import Enum
 class Header(str, Enum):
     """Which structure a header line opens."""
 
-    PYTHON = "python"  # Traceback (most recent call last):  (also a DataLoader worker's "Original Traceback")
+    PYTHON = "python"  # Traceback (most recent call last):  (a DataLoader worker's "Original Traceback", IPython's)
     RICH = "rich"  # ╭───── Traceback (most recent call last) ─────╮
     CPP = "cpp"  # terminate called after throwing an instance of 'c10::Error'
     CHILD_FAILED = "child_failed"  # torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -26,7 +26,11 @@ class Header(str, Enum):
 
 
 PATTERNS: dict[Header, str] = {
-    Header.PYTHON: r"(?:Original )?Traceback \(most recent call last\):[ \t]*$",
+    # Python's own (a DataLoader worker's "Original Traceback"), or IPython's `ValueError    Traceback (...)`
+    Header.PYTHON: (
+        r"(?:Original )?Traceback \(most recent call last\):[ \t]*$"
+        r"|[A-Za-z_][\w.]*[ \t]+Traceback \(most recent call last\)[ \t]*$"
+    ),
     Header.RICH: r"╭(?:─)+ Traceback \(most recent call last\) (?:─)+╮",
     Header.CPP: r"terminate called after throwing an instance of '",
     Header.CHILD_FAILED: r"[A-Za-z_][\w.]*ChildFailedError:[ \t]*$",

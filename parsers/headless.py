@@ -26,13 +26,23 @@ from crashcart.parsers.frames import in_call_order
 from crashcart.parsers.headers import has_header
 from crashcart.parsers.models import Frame, RaisedException, Traceback
 from crashcart.parsers.printers import RECORD_START, Cursor, Printed, printed_lines
-from crashcart.parsers.pytracebacks import Relation, finish_exception, read_frames, read_python_link
+from crashcart.parsers.pytracebacks import (
+    IPYTHON_ARROW,
+    Relation,
+    finish_exception,
+    ipython_title,
+    is_ipython_source,
+    read_frames,
+    read_ipython_frames,
+    read_python_link,
+)
 from crashcart.parsers.raised import SEPARATORS, exception_line, find_exception_line, read_separator
 from crashcart.parsers.richtracebacks import is_box_line, read_cut_box, read_rich_link
 
 HEADLESS_LINES = 12  # how far into a file a cut traceback's first frame may sit (after a shell prompt, a note)
 MAX_PRINTERS = 8  # headless tracebacks read from one head (ranks whose lines interleave there)
 _LEAD_LINES = 4  # lines of an earlier exception's message above a chain separator kept as its tail
+_IPYTHON_LOOKAHEAD = 12  # numbered source lines IPython prints around a failing line (its context is 5 or so)
 _RAY = re.compile(r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ")  # as parsers/attribution.py reads it
 _FRAME = re.compile(r'\s*(?:> )?File "[^"\n]+", line \d+(?:, in .+)?$')
 
@@ -63,7 +73,7 @@ def headless_starts(lines: Sequence[str]) -> list[Start]:
             break
         prefix = printer_prefix(line)
         body = line[len(prefix) :]
-        if prefix in seen or not (_FRAME.match(body) or is_box_line(body)):
+        if prefix in seen or not (_FRAME.match(body) or is_box_line(body) or _ipython_cut(lines, i, prefix)):
             continue
         seen.add(prefix)
         starts.append(Start(i, len(prefix), _chain_lead(lines, i, prefix)))
@@ -88,6 +98,21 @@ def chain_head(lines: Sequence[str]) -> tuple[int, int] | None:
 
 def _typed(body: str) -> bool:
     return exception_line(body) is not None and not RECORD_START.match(body) and body not in SEPARATORS
+
+
+def _ipython_cut(lines: Sequence[str], at: int, prefix: str) -> bool:
+    """Whether lines[at] starts IPython's frames cut from their header: a frame's title or a numbered source
+    line, with only numbered source lines between it and the failing line's arrow (`---> 93 code`)."""
+    body = lines[at][len(prefix) :]
+    if ipython_title(body.strip()) is None and not is_ipython_source(body):
+        return False
+    for line in lines[at : at + _IPYTHON_LOOKAHEAD]:
+        text = line[len(prefix) :]
+        if IPYTHON_ARROW.match(text.strip()):
+            return True
+        if not is_ipython_source(text) and line is not lines[at]:
+            return False
+    return False
 
 
 def printer_prefix(line: str) -> str:
@@ -144,11 +169,12 @@ def read_headless(
     def refs(line: Printed) -> LineRef:
         return make_ref(window[line.idx], first_line + line.idx)
 
-    kind: Literal["python", "rich"] = "python" if _FRAME.match(view.lines[0].body) else "rich"
+    kind: Literal["python", "rich"] = "rich" if is_box_line(view.lines[0].body) else "python"
     earlier, relation = earlier_link(lead, first_line, make_ref, window[0][:prefix].rstrip())
     unfinished: list[Frame] = []
     if kind == "python":
-        frames = in_call_order(read_frames(cur))
+        ipython = not _FRAME.match(view.lines[0].body)
+        frames = read_ipython_frames(cur) if ipython else in_call_order(read_frames(cur))
         found = find_exception_line(cur) if frames else None
         if found is None:
             if not (lead and frames):

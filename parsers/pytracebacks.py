@@ -105,13 +105,20 @@ def read_python_chain(cur: Cursor, refs: Refs) -> Links:
 
 
 def read_python_link(cur: Cursor, refs: Refs, relation: Relation) -> Links:
-    """One `Traceback (most recent call last):` with its frames and exception; an empty chain if the
-    traceback stops before its exception line (the log or the window ended)."""
+    """One `Traceback (most recent call last):` with its frames and exception (IPython's frames under its
+    `ValueError    Traceback (most recent call last)`); an empty chain if the traceback stops before its
+    exception line (the log or the window ended)."""
     header = cur.peek()
-    if header is None or not _PYTHON_HEADER.search(header.body):
+    if header is None:
         return Links([])
-    cur.take()
-    frames = read_frames(cur)
+    if _PYTHON_HEADER.search(header.body):
+        cur.take()
+        frames = read_frames(cur)
+    elif IPYTHON_HEADER.match(header.body.strip()):
+        cur.take()
+        frames = read_ipython_frames(cur)
+    else:
+        return Links([])
     found = find_exception_line(cur)
     if found is None:
         return Links([], unfinished=frames)
@@ -177,3 +184,76 @@ def read_exception_only(cur: Cursor, refs: Refs) -> Links:
         rest.chain[0].relation = relation
     child_failed = rest.child_failed if rest.chain else links.child_failed
     return Links(links.chain + rest.chain, links.worker or rest.worker, child_failed, rest.unfinished)
+
+
+# -- IPython's (Jupyter's, Colab's) traceback ----------------------------------------------------------------
+#
+#     ValueError                                Traceback (most recent call last)
+#     Cell In [93], line 2                    <- also `Cell In[3], line 2`, `Input In [3], in <cell line: 1>()`
+#           1 import accelerate
+#     ----> 2 accelerate.notebook_launcher(training_function, args=(text_encoder, vae, unet))
+#
+#     File ~\AppData\...\accelerate\launchers.py:87, in notebook_launcher(function, args, num_processes, ...)
+#          86     if num_processes is None:
+#     ---> 87         raise ValueError(
+#
+#     ValueError: You have to specify the number of GPUs you would like to use, add `num_processes=...` to your call.
+#
+# IPython 7 and older name a frame `path in function(args)` (`<ipython-input-6-eb79...> in <module>()`; Colab links
+# the path, `[/usr/.../builder.py](https://localhost:8080/#) in _prepare_split_single(self, ...)`) and its line only
+# at the arrow. Colab folds library frames into a `8 frames` line.
+
+IPYTHON_HEADER = re.compile(r"[A-Za-z_][\w.]*\s+Traceback \(most recent call last\)\s*$")
+_IPY_FILE = re.compile(r"File (?P<file>.+?):(?P<line>\d+), in (?P<func>[^\s(]+)")
+_IPY_CELL = re.compile(r"(?P<file>(?:Cell|Input) In ?\[\s*\d+\]), (?:line (?P<line>\d+)|in (?P<func><cell line: \d+>))")
+_IPY_OLD = re.compile(r"(?:\[(?P<linked>[^\]]+)\]\([^)\s]*\)|(?P<file>\S(?:.*?\S)?)) in (?P<func>[^\s(]+)\(")
+IPYTHON_ARROW = re.compile(r"-+> ?(?P<line>\d+)(?: (?P<code>.*))?$")
+_IPY_CONTEXT = re.compile(r"\s+\d+(?: |$)")
+_IPY_FOLDED = re.compile(r"\d+ frames?$")
+_WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/]")
+
+
+def ipython_title(text: str) -> Frame | None:
+    """The frame a line of IPython's names (`File x.py:12, in f(a)`, `Cell In[3], line 2`, `x.py in f(a)`)."""
+    if (m := _IPY_FILE.match(text)) is not None:
+        return make_frame(m["file"], int(m["line"]), m["func"], None)
+    if (m := _IPY_CELL.match(text)) is not None:
+        return make_frame(m["file"], int(m["line"]) if m["line"] else None, m["func"] or "<module>", None)
+    if (m := _IPY_OLD.match(text)) is not None:
+        return make_frame(m["linked"] or m["file"], None, m["func"], None)
+    return None
+
+
+def is_ipython_source(body: str) -> bool:
+    """A numbered line of the source IPython prints under a frame, the failing one behind its arrow."""
+    return bool(IPYTHON_ARROW.match(body.strip()) or _IPY_CONTEXT.match(body))
+
+
+def read_ipython_frames(cur: Cursor) -> list[Frame]:
+    """IPython's frames: a title, the numbered source around the failing line (`---> 87 code`), blank lines
+    between frames and Colab's `N frames`; up to the exception line. A cut excerpt may start in the source."""
+    frames: list[Frame] = []
+    while (line := cur.peek()) is not None:
+        text = line.body.strip()
+        if not text or _IPY_FOLDED.match(text):
+            cur.take()
+            continue
+        if exception_line(text) is not None and not _WINDOWS_PATH.match(text):
+            break
+        arrow = IPYTHON_ARROW.match(text)
+        if arrow is not None:
+            cur.take()
+            if not frames:  # the excerpt starts inside a frame's source: its title was cut away
+                frames.append(make_frame("", None, None, None))
+            last = frames[-1]
+            number = last.line if last.line is not None else int(arrow["line"])
+            code = (arrow["code"] or "").strip() or last.source
+            frames[-1] = last.model_copy(update={"line": number, "source": last.source or code})
+        elif _IPY_CONTEXT.match(line.body):
+            cur.take()
+        elif (frame := ipython_title(text)) is not None:
+            cur.take()
+            frames.append(frame)
+        else:
+            break
+    return frames

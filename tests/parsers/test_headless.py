@@ -226,3 +226,31 @@ def test_a_cut_traceback_behind_a_ray_workers_prefix_is_read_too() -> None:
         ("save", "torch.save(state_dict, path)"),  # Ray's ` [repeated 2x across cluster]` is not the function's
         ("__exit__", "self.file_like.write_end_of_file()"),
     ]
+
+
+# shijx12/XNM-Net#11: an IPython traceback cut inside its last frame's source, the exception under it
+IPYTHON_CUT = [
+    "     91         with open(scene_pt_path, 'rb') as f:",
+    "     92             print(f)",
+    "---> 93             conn_matrixes = pickle.load(f)",
+    "     94             print(f)",
+    "     95             edge_matrixes = pickle.load(f)",
+    "",
+    "EOFError: Ran out of input",
+]
+
+
+def test_an_ipython_traceback_cut_inside_a_frames_source_is_read_from_there() -> None:
+    [start] = headless_starts(IPYTHON_CUT)
+    assert start.at == 0
+    record, used = read_headless(IPYTHON_CUT, 1, make_ref)
+    assert record is not None and used == 7
+    (exc,) = record.chain
+    assert (exc.exc_type, exc.message, exc.ref.line) == ("EOFError", "Ran out of input", 7)
+    assert [(f.line, f.source) for f in exc.frames] == [(93, "conn_matrixes = pickle.load(f)")]
+
+
+def test_numbered_lines_with_no_arrow_among_them_are_no_ipython_frame() -> None:
+    # the same excerpt without its failing line: a numbered listing is not enough
+    listing = IPYTHON_CUT[:2] + IPYTHON_CUT[3:]
+    assert headless_starts(listing) == []
