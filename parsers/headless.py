@@ -8,6 +8,7 @@ HEADLESS_LINES lines, before any header. The shapes such a head takes:
 - frames, then the exception (and any chain after it), each line maybe behind its printer's prefix
   (`[rank1]:   File ...`): one traceback per printer whose first frame is there, read with that printer's lines;
 - a rich box whose top was cut, then the exception, and the boxes of the rest of the chain;
+- IPython's frames cut from their header, or only the numbered source of the last one (`---> 93 code`);
 - the tail of an earlier exception and "During handling of the above exception ..." above the frames, whose
   header was cut too: a later part of a chain. Its frames are a traceback even where the excerpt ends before
   their exception line; the earlier exception's line joins the chain when its type was kept;
@@ -64,8 +65,8 @@ def headless_start(lines: Sequence[str]) -> int | None:
 
 
 def headless_starts(lines: Sequence[str]) -> list[Start]:
-    """Each printer's first frame line (or rich box line) among a file's first lines, before any header: the
-    ranks of an interleaved log each start their own cut traceback."""
+    """Each printer's first frame line (a rich box's line, IPython's frame title or source) among a file's first
+    lines, before any header: the ranks of an interleaved log each start their own cut traceback."""
     starts: list[Start] = []
     seen: set[str] = set()
     for i, line in enumerate(lines[:HEADLESS_LINES]):
@@ -106,11 +107,11 @@ def _ipython_cut(lines: Sequence[str], at: int, prefix: str) -> bool:
     body = lines[at][len(prefix) :]
     if ipython_title(body.strip()) is None and not is_ipython_source(body):
         return False
-    for line in lines[at : at + _IPYTHON_LOOKAHEAD]:
-        text = line[len(prefix) :]
+    for i in range(at, min(len(lines), at + _IPYTHON_LOOKAHEAD)):
+        text = lines[i][len(prefix) :]
         if IPYTHON_ARROW.match(text.strip()):
             return True
-        if not is_ipython_source(text) and line is not lines[at]:
+        if i > at and not is_ipython_source(text):
             return False
     return False
 
