@@ -63,6 +63,12 @@ from crashcart.knowledge.taxonomy import FailureClass
             " during this iteration.",
             "python.autograd_misuse",
         ),
+        # DeepSpeed ZeRO's reduce_ipg_grads on a gradient computed twice in one step (modelscope/ms-swift#3128)
+        (
+            "AssertionError: The parameter 323 has already been reduced.                     Gradient computed twice"
+            " for this partition.                     Multiple gradient reduction is currently not supported",
+            "python.autograd_misuse",
+        ),
         # abseil/abseil-py:absl/flags/_flagvalues.py: FLAGS read before app.run parsed them
         (
             "absl.flags._exceptions.UnparsedFlagAccessError: Trying to access flag --config before flags were parsed.",
