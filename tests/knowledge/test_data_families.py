@@ -17,6 +17,17 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
+    (  # upura/deep.learning.diabetic.retinopathy#1: cv2.resize on the None imread returned, in OpenCV 3.x's words
+        "opencv_resize_of_an_image_that_did_not_load",
+        [
+            "Traceback (most recent call last):",
+            '  File "main.py", line 35, in <module>',
+            "    img = cv2.resize(img, (IMG_SIZE, IMG_SIZE))",
+            "cv2.error: /io/opencv/modules/imgproc/src/resize.cpp:4044: error: (-215) ssize.width > 0"
+            " && ssize.height > 0 in function resize",
+        ],
+        DATA,
+    ),
     (  # pytorch/vision#707: torchvision before 0.8 on an ImageFolder root whose class folders hold no image
         "imagefolder_with_no_image_in_its_subfolders",
         [
