@@ -191,9 +191,10 @@ def read_headless(
     read_link = read_python_link if kind == "python" else read_rich_link
     while links and (more_relation := read_separator(cur)) is not None:
         more = read_link(cur, refs, more_relation)
-        if not more.chain:
-            break
         chain += more.chain
+        if not more.chain:  # the excerpt ends inside the next part: its frames are kept
+            unfinished = more.unfinished
+            break
     if not chain and not unfinished:
         return None, 1
     used = max(cur.end(), 1)

@@ -16,9 +16,11 @@ from typing import Literal, NamedTuple
 
 from crashcart.knowledge.records import LineRef
 from crashcart.parsers.frames import asserted, make_frame
+from crashcart.parsers.headers import has_header
 from crashcart.parsers.models import Frame, RaisedException
-from crashcart.parsers.printers import Cursor, Printed
+from crashcart.parsers.printers import RECORD_START, Cursor, Printed
 from crashcart.parsers.raised import (
+    SEPARATORS,
     ExceptionLine,
     Rejoin,
     exception_line,
@@ -52,31 +54,54 @@ class Links(NamedTuple):
 
 def read_frames(cur: Cursor) -> list[Frame]:
     """`  File "x.py", line 3, in f` lines with the source line under each; carets, repeats and the
-    annotations of better-exceptions/loguru are skipped."""
+    annotations of better-exceptions/loguru are skipped. A paste that lost its indentation (an issue's text
+    outside a code block) has its frames and sources flush left: a flush-left frame's source is the line
+    under it when that line cannot be anything else."""
     frames: list[Frame] = []
     while (line := cur.peek()) is not None:
         m = _FRAME.match(line.body)
         if m is not None:
             cur.take()
-            frames.append(make_frame(m["file"], int(m["line"]), m["func"], _source(cur)))
+            source = _source(cur, dedented=not line.body[:1].isspace())
+            frames.append(make_frame(m["file"], int(m["line"]), m["func"], source))
         elif line.body[:1].isspace() and line.body.strip():
             cur.take()  # 3.11 carets, "[Previous line repeated 996 more times]", the rest of a 3.13 source
-        elif not line.body.strip() and frames and (following := cur.next_text()) and _FRAME.match(following):
-            cur.skip_blank()  # loguru puts blank lines between frames
+        elif frames and _CARETS.match(line.body):
+            cur.take()  # the carets of a paste that lost its indentation
+        elif not line.body.strip() and (following := cur.next_text()) and _FRAME.match(following):
+            cur.skip_blank()  # loguru puts blank lines between frames, TensorFlow's py_func one under the header
         else:
             break
     return frames
 
 
-def _source(cur: Cursor) -> str | None:
+_CARETS = re.compile(r"[\^~ ]*\^[\^~ ]*$")
+
+
+def _source(cur: Cursor, *, dedented: bool = False) -> str | None:
     line = cur.peek()
-    if line is None or not line.body[:1].isspace() or _FRAME.match(line.body):
+    if line is None or _FRAME.match(line.body):
+        return None
+    if not line.body[:1].isspace() and not (dedented and _flush_left_source(line.body)):
         return None
     text = line.body.strip()
     if not text or set(text) <= set("^~ "):
         return None
     cur.take()
     return text
+
+
+def _flush_left_source(body: str) -> bool:
+    """A flush-left line that can only be a source line: no exception line, header, chain separator or log
+    record of its own, no caret line."""
+    text = body.strip()
+    return bool(text) and not (
+        exception_line(text) is not None
+        or text in SEPARATORS
+        or RECORD_START.match(text)
+        or has_header(text)
+        or _CARETS.match(text)
+    )
 
 
 LinkReader = Callable[[Cursor, Refs, Relation], Links]

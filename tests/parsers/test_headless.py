@@ -254,3 +254,53 @@ def test_numbered_lines_with_no_arrow_among_them_are_no_ipython_frame() -> None:
     # the same excerpt without its failing line: a numbered listing is not enough
     listing = IPYTHON_CUT[:2] + IPYTHON_CUT[3:]
     assert headless_starts(listing) == []
+
+
+# Visual-AI/3DRS#7: a paste that lost its indentation (frames and sources flush left, no blank lines around the
+# separator), cut at its head and inside the second part of its chain
+DEDENTED = [
+    'File "/root/miniconda3/envs/3drs/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1132, in _try_get_data',  # noqa: E501
+    "data = self._data_queue.get(timeout=timeout)",
+    'File "/root/miniconda3/envs/3drs/lib/python3.10/queue.py", line 180, in get',
+    "self.not_empty.wait(remaining)",
+    'File "/root/miniconda3/envs/3drs/lib/python3.10/threading.py", line 324, in wait',
+    "gotit = waiter.acquire(True, timeout)",
+    'File "/root/miniconda3/envs/3drs/lib/python3.10/site-packages/torch/utils/data/_utils/signal_handling.py", line 66, in handler',  # noqa: E501
+    "_error_if_any_worker_fails()",
+    "RuntimeError: DataLoader worker (pid 108439) is killed by signal: Killed.",
+    "The above exception was the direct cause of the following exception:",
+    "Traceback (most recent call last):",
+    'File "/root/paddlejob/workspace/env_run/dkliang/a100/xjwu/3DRS/llava/train/train_3d.py", line 1919, in train',
+    "trainer.train()",
+    'File "/root/paddlejob/workspace/env_run/dkliang/a100/xjwu/3DRS/transformers/src/transformers/trainer.py", line 1806, in train',  # noqa: E501
+    "return inner_training_loop(",
+]
+
+
+def test_a_paste_that_lost_its_indentation_keeps_each_frames_source() -> None:
+    record, used = read_headless(DEDENTED, 1, make_ref)
+    assert record is not None and used == len(DEDENTED)
+    (exc,) = record.chain
+    assert (exc.exc_type, exc.ref.line) == ("RuntimeError", 9)
+    assert [(f.function, f.source) for f in exc.frames] == [
+        ("_try_get_data", "data = self._data_queue.get(timeout=timeout)"),
+        ("get", "self.not_empty.wait(remaining)"),
+        ("wait", "gotit = waiter.acquire(True, timeout)"),
+        ("handler", "_error_if_any_worker_fails()"),
+    ]
+    # the chain's next part, cut before its exception line: its frames are kept, not dropped with the lines
+    assert [(f.function, f.source) for f in record.unfinished] == [
+        ("train", "trainer.train()"),
+        ("train", "return inner_training_loop("),
+    ]
+
+
+def test_a_flush_left_exception_line_under_a_flush_left_frame_is_no_source() -> None:
+    record, _ = read_headless(DEDENTED[6:9], 7, make_ref)
+    assert record is not None
+    (exc,) = record.chain
+    assert exc.frames[0].source == "_error_if_any_worker_fails()" and exc.ref.line == 9
+    record, _ = read_headless([DEDENTED[6], DEDENTED[8]], 7, make_ref)
+    assert record is not None
+    (exc,) = record.chain
+    assert exc.frames[0].source is None and exc.exc_type == "RuntimeError"

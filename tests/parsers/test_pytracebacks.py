@@ -120,3 +120,20 @@ def test_colabs_linked_path_is_the_frames_file_and_a_cut_excerpt_keeps_its_frame
         "writer.write_table(table)",
         "datasets",
     )
+
+
+# python-pillow/Pillow#5141: TensorFlow's py_func error carries the Python traceback with a blank line under its
+# header; the excerpt ends in the first frame
+BLANK_UNDER_THE_HEADER = """
+UnknownError:  UnidentifiedImageError: cannot identify image file <_io.BytesIO object at 0x7f9c489460a0>
+Traceback (most recent call last):
+
+  File "/usr/local/lib/python3.6/dist-packages/tensorflow/python/ops/script_ops.py", line 249, in __call__
+    ret = func(*args)
+"""
+
+
+def test_a_blank_line_under_the_header_does_not_hide_the_frames() -> None:
+    record, _, _ = traceback_of(BLANK_UNDER_THE_HEADER)
+    (frame,) = record.unfinished
+    assert (frame.function, frame.source, frame.package) == ("__call__", "ret = func(*args)", "tensorflow")
