@@ -283,3 +283,20 @@ def test_a_raylet_the_gcs_gave_up_on_health_checks_is_its_node(tmp_path: Path) -
     )
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert report.diagnosis.evidence[0].rule_id == "node.ray_raylet_died"
+
+
+def test_mpiruns_lost_daemon_accuses_the_remote_daemons_node_not_its_own(tmp_path: Path) -> None:
+    # PoonLab/covizu#408: the help text under a lost ORTE daemon, mpirun on BEVi and the lost daemon on n0
+    report = triage_lines(
+        tmp_path,
+        "bpsh: Child process exit abnormally.",
+        "--------------------------------------------------------------------------",
+        "ORTE has lost communication with a remote daemon.",
+        "",
+        "  HNP daemon   : [[10831,0],0] on node BEVi",
+        "  Remote daemon: [[10831,0],1] on node n0",
+        "",
+        "This is usually due to either a failure of the TCP network",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.faulty_nodes == ["n0"]
