@@ -17,6 +17,11 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
+    (  # longcw/yolo2-pytorch#126: numpy's max over an empty annotation's boxes; removing empty annotations fixed it
+        "max_over_an_empty_annotation",
+        ["ValueError: zero-size array to reduction operation maximum which has no identity"],
+        DATA,
+    ),
     (  # upura/deep.learning.diabetic.retinopathy#1: cv2.resize on the None imread returned, in OpenCV 3.x's words
         "opencv_resize_of_an_image_that_did_not_load",
         [
