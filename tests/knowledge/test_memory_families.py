@@ -264,6 +264,37 @@ CASES = [
         ["RuntimeError: unable to write to file </torch_76_3625483894> at /pytorch/aten/src/TH/THAllocator.c:383"],
         HOST,
     ),
+    (  # xingchensong/TouchNet#100: Ascend's torch_npu allocator in the CUDA allocator's old wording
+        "npu_oom",
+        [
+            "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB"
+            " already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch) If"
+            " reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.",
+        ],
+        GPU,
+    ),
+    (  # microsoft/onnxruntime#9939: onnxruntime-gpu's CUDA arena cannot extend
+        "ort_cuda_arena",
+        [
+            "`[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running FusedMatMul"
+            " node. Name:'MatMul_92_FusedMatMulAndScale' Status Message:"
+            " /onnxruntime_src/onnxruntime/core/framework/bfc_arena.cc:331 void*"
+            " onnxruntime::BFCArena::AllocateRawInternal(size_t, bool) Failed to allocate memory for requested buffer"
+            " of size 8388608000`",
+        ],
+        GPU,
+    ),
+    (  # DayBreak-u/chineseocr_lite#355: the node ORT's CPU-only NCHWc transformer renamed, so the CPU arena
+        "ort_cpu_arena_nchwc",
+        [
+            "2021-07-08 01:27:55.7944269 [E:onnxruntime:, sequential_executor.cc:339"
+            " onnxruntime::SequentialExecutor::Execute] Non-zero status code returned while running Conv node."
+            " Name:'347_nchwc' Status Message: D:\\a\\_work\\1\\s\\onnxruntime\\core\\framework\\bfc_arena.cc:330"
+            " onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested buffer of size"
+            " 285081600",
+        ],
+        HOST,
+    ),
     (  # InternLandMark/LandMark#65: the shell's 'Killed' on the line of tqdm's bar, which never ends its line
         "killed_after_tqdm_bar",
         [
