@@ -232,11 +232,13 @@ class StructureReader:
 def _continued(
     record: Traceback | StackDump | None, continues: tuple[int, list[RaisedException], Relation]
 ) -> Traceback | StackDump | None:
-    """The traceback with the earlier exception of its chain first, which the file kept above its header."""
-    if not isinstance(record, Traceback) or not record.chain:
+    """The traceback with the earlier exception of its chain first, which the file kept above its header (also
+    when the excerpt ends before the traceback's own exception line)."""
+    if not isinstance(record, Traceback) or record.kind not in ("python", "rich"):
         return record
     _, earlier, relation = continues
-    record.chain[0].relation = relation
+    if record.chain:
+        record.chain[0].relation = relation
     return record.model_copy(update={"start": earlier[0].ref, "chain": [*earlier, *record.chain]})
 
 

@@ -155,3 +155,23 @@ def test_a_rank_prefixed_file_cut_below_its_header_is_read_from_its_first_frame(
     (exc,) = tb.chain
     assert (tb.start.line, exc.exc_type, exc.ref.line) == (1, "UnicodeDecodeError", 5)
     assert [f.function for f in exc.frames] == ["__init__", "decode"]
+
+
+# NVIDIA/NeMo-Aligner#502: the excerpt starts at the chain's first exception and ends inside the second part
+CHAIN_CUT_AT_BOTH_ENDS = [
+    "OSError: [Errno 5] Input/output error",
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/opt/NeMo-Aligner/examples/nlp/gpt/train_gpt_sft.py", line 173, in main',
+    "    sft_trainer.fit()",
+    '  File "/opt/NeMo-Aligner/nemo_aligner/algorithms/supervised.py", line 249, in fit',
+]
+
+
+def test_the_chain_head_is_kept_when_the_excerpt_ends_before_the_next_exception() -> None:
+    [tb] = read([CHAIN_CUT_AT_BOTH_ENDS]).tracebacks
+    (first,) = tb.chain
+    assert (first.exc_type, first.message, first.ref.line) == ("OSError", "[Errno 5] Input/output error", 1)
+    assert [f.function for f in tb.unfinished] == ["main", "fit"]
