@@ -414,16 +414,3 @@ def test_a_directory_made_at_the_filesystem_root_is_the_config(tmp_path: Path) -
         "OSError: [Errno 30] Read-only file system: '//logdir'",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.root_path_read_only")
-
-
-def test_a_split_load_dataset_wrote_nothing_for_is_the_config(tmp_path: Path) -> None:
-    # IBM/unitxt#234: ArrowWriter.finalize with no example, the error datasets 2.x gives a data_files path that
-    # matches nothing (huggingface/datasets#6183)
-    report = triage_lines(
-        tmp_path,
-        '  File "/Users/rafalmaciasz/opt/anaconda3/envs/fm-eval/lib/python3.10/site-packages/datasets/arrow_writer.py",'
-        " line 598, in finalize",
-        '    raise SchemaInferenceError("Please pass `features` or at least one example when writing data")',
-        "datasets.arrow_writer.SchemaInferenceError: Please pass `features` or at least one example when writing data",
-    )
-    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.hf_dataset_nothing_loaded")
