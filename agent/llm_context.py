@@ -19,6 +19,7 @@ from crashcart.agent.salience import ERRORISH
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
+from crashcart.parsers.attribution import strip_prefixes
 from crashcart.parsers.models import FileScan
 from crashcart.parsers.sources import Source, numbered_lines
 
@@ -143,12 +144,24 @@ def _first_error_lines(scans: Sequence[FileScan], section: _Section, ctx: Contex
         refs = sorted((s.first for s in scan.templates if ERRORISH.search(s.template)), key=lambda r: r.line)
         if scan.templates:
             refs.append(max(scan.templates, key=lambda s: s.last.line).last)
-        per_file.append(refs)
+        per_file.append(list({(r.file, r.line): r for r in refs}.values()))
+    # the same line from many ranks is shown once, with where else it was printed
+    places: dict[str, list[LineRef]] = {}
+    for refs in per_file:
+        for ref in refs:
+            places.setdefault(strip_prefixes(ref.text).strip(), []).append(ref)
     depth = 0
     while any(depth < len(refs) for refs in per_file):  # round-robin so every node gets its first lines in
         for refs in per_file:
-            fresh = depth < len(refs) and (refs[depth].file, refs[depth].line) not in ctx.citeable
-            if fresh and not _show(section, ctx, refs[depth]):
+            if depth >= len(refs) or (refs[depth].file, refs[depth].line) in ctx.citeable:
+                continue
+            same = places[strip_prefixes(refs[depth].text).strip()]
+            if same[0] is not refs[depth]:
+                continue  # shown (or to be shown) where it was first seen
+            here = refs[depth].node or refs[depth].file
+            others = sorted({r.node or r.file for r in same[1:]} - {here})
+            also = f"  (x{len(same)}, also on {', '.join(others[:8])}{' ...' if len(others) > 8 else ''})"
+            if not _show(section, ctx, refs[depth], also if others else ""):
                 return section.text()
         depth += 1
     return section.text()

@@ -84,3 +84,18 @@ def test_parse_answer_accepts_fenced_json_and_rejects_what_was_not_shown() -> No
         parse_answer(reply, {("a.log", 4)}, {"n1"})
     with pytest.raises(AnswerError, match="evidence"):
         parse_answer(reply.replace('[{"file": "a.log", "line": 3}]', "[]"), {("a.log", 3)}, {"n1"})
+
+
+def test_the_same_line_from_many_ranks_is_shown_once_with_where_else(tmp_path) -> None:
+    # Loghub's Zookeeper_2k.log: an error line no rule knows, printed alike on three nodes
+    line = (
+        "2015-07-29 19:04:30,989 - ERROR [LearnerHandler-/10.10.34.11:52265:LearnerHandler@562] - "
+        "Unexpected exception causing shutdown while sock still open"
+    )
+    for node in ("node01", "node02", "node03"):
+        (tmp_path / f"{node}.log").write_text(line + "\n")
+    scans = scan_sources(discover([str(tmp_path)]).sources, load_rules(), workers=1)
+    events = build_events(scans)
+    ctx = build_context(scans, events, triage([str(tmp_path)]).diagnosis, 6000)
+    shown = [row for row in ctx.sections["lines"].splitlines() if "Unexpected exception" in row]
+    assert len(shown) == 1 and shown[0].endswith("(x3, also on node02, node03)")
