@@ -300,3 +300,16 @@ def test_mpiruns_lost_daemon_accuses_the_remote_daemons_node_not_its_own(tmp_pat
     )
     assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
     assert report.diagnosis.faulty_nodes == ["n0"]
+
+
+def test_a_ray_process_that_lost_the_gcs_points_at_the_head(tmp_path: Path) -> None:
+    # ray-project/ray#11309: a Ray 1.0 worker that could not reconnect to the head's GCS
+    report = triage_lines(
+        tmp_path,
+        "(pid=136534) F1009 07:02:26.344231 136534 136534 service_based_gcs_client.cc:207] Couldn't reconnect to GCS "
+        "server. The last attempted GCS server address was 192.168.1.98:39953",
+        "(pid=136534) *** Check failure stack trace: ***",
+        "(pid=136534)     @     0x7f56afdb7f5d  google::LogMessage::Fail()",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NODE_FAILURE
+    assert report.diagnosis.evidence[0].rule_id == "node.ray_gcs_unreachable"
