@@ -111,8 +111,29 @@ def _environ_lookup(frames: Sequence[Frame]) -> bool:
     return raised is not None and "environ[" in (raised.source or "")
 
 
+# A launcher variable read by indexing os.environ, on the source line of a frame: os.environ["LOCAL_RANK"].
+_LAUNCHER_INDEX = re.compile(
+    r"\bos\.environ\[\s*['\"](?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT"
+    r"|SLURM_[A-Z_]+|OMPI_COMM_WORLD_[A-Z_]+)['\"]\s*\]"
+)
+
+
 def judge_unfinished(frames: Sequence[Frame]) -> Finding | None:
-    """A traceback the log cut off before its exception line, judged by what its frames alone tell."""
+    """A traceback the log cut off before its exception line, judged by what its frames alone tell: torch's env://
+    reader, or an innermost frame that indexes os.environ for a launcher variable (the KeyError it raised is what
+    the log lost; Theodore-PKU/MC-DDPM#1 pasted the frames innermost first, under the bare 'LOCAL_RANK')."""
     if reads_unset_variable(frames):
         return Finding("missing_env_var", FailureClass.CONFIG_ERROR, LIKELY, "a launcher variable is not set")
+    innermost = _innermost(frames)
+    if innermost is not None and _LAUNCHER_INDEX.search(innermost.source or ""):
+        return Finding("missing_env_var", FailureClass.CONFIG_ERROR, LIKELY, "a launcher variable is not set")
     return None
+
+
+def _innermost(frames: Sequence[Frame]) -> Frame | None:
+    """The frame that raised: the last as Python prints them, the first when a paste put them innermost first
+    (the module's frame, always the outermost, is then last and not first)."""
+    if not frames:
+        return None
+    reversed_paste = frames[-1].function == "<module>" and frames[0].function != "<module>"
+    return frames[0] if reversed_paste else frames[-1]

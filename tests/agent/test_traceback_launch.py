@@ -11,7 +11,7 @@ from crashcart.agent.traceback_launch import judge_unfinished
 from crashcart.agent.tracebacks import judge, role_of
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role
-from crashcart.parsers.models import Traceback
+from crashcart.parsers.models import Frame, Traceback
 from crashcart.parsers.tracebacks import read_structure
 
 CONFIG = FailureClass.CONFIG_ERROR
@@ -155,3 +155,34 @@ TypeError: int() argument must be a string, a bytes-like object or a number, not
 """  # noqa: E501
     )
     assert judge(record).rule_id != "traceback.missing_env_var"
+
+
+# Theodore-PKU/MC-DDPM#1: the frames pasted innermost first under the bare KeyError message, no header, no
+# exception line; the innermost frame indexes os.environ for LOCAL_RANK (started with plain python)
+MC_DDPM_FRAMES = [
+    Frame(
+        file="/hdd1/MC_DDPM/utils/dist_util.py",
+        line=22,
+        function="setup_dist",
+        source='th.cuda.set_device(int(os.environ["LOCAL_RANK"]))',
+    ),
+    Frame(
+        file="/hdd1/MC_DDPM/kspace_train.py",
+        line=26,
+        function="main",
+        source="is_distributed, rank = dist_util.setup_dist()",
+    ),
+    Frame(file="/hdd1/MC_DDPM/kspace_train.py", line=98, function="<module>", source="main()"),
+]
+
+
+def test_a_cut_traceback_whose_innermost_frame_indexes_a_launcher_variable_is_it_not_set() -> None:
+    verdict = judge_unfinished(MC_DDPM_FRAMES)
+    assert verdict is not None and (verdict.failure_class, verdict.reason) == (CONFIG, "missing_env_var")
+    assert judge_unfinished(list(reversed(MC_DDPM_FRAMES))) is not None  # as Python prints them, outermost first
+
+
+def test_a_launcher_variable_read_on_the_way_to_a_deeper_frame_tells_nothing() -> None:
+    # the same frames as Python prints them, with a deeper frame after the read: the failure may be anywhere below
+    deeper = Frame(file="/hdd1/MC_DDPM/utils/dist_util.py", line=30, function="setup_dist", source="dist.barrier()")
+    assert judge_unfinished([*reversed(MC_DDPM_FRAMES), deeper]) is None
