@@ -17,6 +17,11 @@ from crashcart.knowledge.taxonomy import FailureClass
 DIVERGED = FailureClass.LOSS_DIVERGENCE
 
 CASES = [
+    (  # xiaohu2015/DeepLearning_tutorials#16: a tutorial's autoencoder whose "cost" turns NaN after one epoch
+        "tutorial_cost_nan",
+        ["Start training...", "Epoch 0 cost: 71.95003230701798", "Epoch 1 cost: nan", "Epoch 2 cost: nan"],
+        DIVERGED,
+    ),
     (  # tensorflow/models#3716: a TF 1.x session stops on a NaN histogram, the tensor's name wrapped onto a second line
         "tf_summary_histogram_nan",
         [
