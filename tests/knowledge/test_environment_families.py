@@ -703,3 +703,13 @@ def test_torchvisions_cuda_check_wrapped_over_lines_is_the_environment(tmp_path:
         "install.",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cuda_version_mismatch")
+
+
+def test_a_name_gone_from_a_third_party_package_without_its_path_is_the_environment(tmp_path: Path) -> None:
+    # helpshift/pypiprivate#15: markupsafe 2.1 removed soft_unicode, which the installed jinja2 imports
+    report = triage_lines(
+        tmp_path,
+        "from markupsafe import Markup, escape, soft_unicode",
+        "ImportError: cannot import name 'soft_unicode' from 'markupsafe'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.import_from_installed_package")
