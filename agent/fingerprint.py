@@ -40,13 +40,13 @@ def fingerprint(scans: Sequence[FileScan], events: Sequence[Event]) -> Fingerpri
     causes = [e for e in signals if e.role is Role.ROOT_CAUSE]
     symptoms = [e for e in signals if e.role is not Role.ROOT_CAUSE]
     ruled = {e.rule_id for e in signals}
-    progressing = any(_last_progress(scan) is not None for scan in scans)
+    progressing = is_progressing(scans)
     where = {e.file for e in causes}  # the files the root cause shows in: the other files' tails are theirs
     window = [
         s
         for scan in scans
         if not where or scan.file in where
-        for s in _window(scan, progressing)
+        for s in failure_window(scan, progressing)
         if not set(s.rule_ids) & ruled
     ]
     window.sort(key=lambda s: ERRORISH.search(s.template) is None)  # stable: error-like lines first
@@ -92,11 +92,16 @@ def _progress(template: str) -> bool:
     return is_progress_template(template) and not ERRORISH.search(template)
 
 
+def is_progressing(scans: Sequence[FileScan]) -> bool:
+    """Whether any file of the job reports progress (a failure window is then where it stopped)."""
+    return any(_last_progress(scan) is not None for scan in scans)
+
+
 def _last_progress(scan: FileScan) -> int | None:
     return max((s.last.line for s in scan.templates if _progress(s.template)), default=None)
 
 
-def _window(scan: FileScan, progressing: bool) -> list[TemplateStat]:
+def failure_window(scan: FileScan, progressing: bool) -> list[TemplateStat]:
     """The file's rare lines where the failure is, last first: after its last progress line (a few lines
     before it too: a progress bar is often flushed after the error); in a job that never reports progress
     (an excerpt), the file's last stretch; in a side file of a job that does (a kernel or scheduler log),

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, XidEvent
+from crashcart.agent.fingerprint import failure_window, is_progressing
 from crashcart.agent.models import Diagnosis
 from crashcart.agent.outbound import clip
 from crashcart.agent.redact import Redactor
@@ -138,10 +139,13 @@ def _whole_log(sources: Sequence[Source], scans: Sequence[FileScan], section: _S
 
 
 def _first_error_lines(scans: Sequence[FileScan], section: _Section, ctx: Context) -> str:
-    """Per file: its error-like templates' first lines in order, then its last line."""
+    """Per file: its error-like templates' first lines in order, the rare lines where its progress stopped (the
+    failure window of agent/fingerprint.py), then its last line."""
     per_file: list[list[LineRef]] = []
+    progressing = is_progressing(scans)
     for scan in scans:
         refs = sorted((s.first for s in scan.templates if ERRORISH.search(s.template)), key=lambda r: r.line)
+        refs += sorted((s.first for s in failure_window(scan, progressing)), key=lambda r: r.line)
         if scan.templates:
             refs.append(max(scan.templates, key=lambda s: s.last.line).last)
         per_file.append(list({(r.file, r.line): r for r in refs}.values()))

@@ -7,6 +7,7 @@ import pytest
 from crashcart.agent.events import build_events
 from crashcart.agent.llm_answer import AnswerError, parse_answer
 from crashcart.agent.llm_context import CHARS_PER_TOKEN, build_context
+from crashcart.agent.salience import mark_rare
 from crashcart.api import triage
 from crashcart.evals.generator import JobSpec, generate_job
 from crashcart.knowledge.rules import load_rules
@@ -99,3 +100,17 @@ def test_the_same_line_from_many_ranks_is_shown_once_with_where_else(tmp_path) -
     ctx = build_context(scans, events, triage([str(tmp_path)]).diagnosis, 6000)
     shown = [row for row in ctx.sections["lines"].splitlines() if "Unexpected exception" in row]
     assert len(shown) == 1 and shown[0].endswith("(x3, also on node02, node03)")
+
+
+def test_the_lines_where_progress_stopped_are_shown_though_no_error_word_marks_them(tmp_path) -> None:
+    # HF Trainer progress, then a line no rule knows and no error word marks (Loghub's Zookeeper_2k.log), twice
+    progress = [f"{{'loss': 2.{i}, 'learning_rate': 4.9e-05, 'epoch': 0.0{i}}}" for i in range(1, 9)]
+    peer = "2015-07-29 17:41:44,747 - INFO  [main:QuorumPeerMain@127] - Starting quorum peer"
+    again = peer.replace("17:41:44,747", "17:41:58,112")
+    (tmp_path / "train.log").write_text("\n".join([*progress * 30, peer, again]) + "\n")
+    (tmp_path / "other.log").write_text("\n".join(progress * 30) + "\n")
+    scans = scan_sources(discover([str(tmp_path)]).sources, load_rules(), workers=1)
+    mark_rare(scans)  # as the pipeline does before building events
+    events = build_events(scans)
+    ctx = build_context(scans, events, triage([str(tmp_path)]).diagnosis, 1500)  # no sources: not shown whole
+    assert ("train.log", 241) in ctx.citeable  # the first line after progress stopped, not only the last line
