@@ -228,3 +228,16 @@ def test_open_mpis_tcp_readv_failure_is_a_weak_network_symptom_under_a_peers_cra
     assert alone.diagnosis.failure_class is FailureClass.NETWORK
     readv = next(e for e in alone.events if getattr(e, "rule_id", "") == "net.ompi_tcp_readv_failed")
     assert readv.role is Role.SYMPTOM
+
+
+def test_an_ib_retry_error_whose_peer_the_user_masked_is_still_the_retry_family(tmp_path: Path) -> None:
+    # sgl-project/sglang#4857: the peer's address (and its <port>) replaced by a placeholder before posting
+    report = triage_lines(
+        tmp_path,
+        "[Node-A]:[PID]:[Thread] [0] NCCL WARN NET/IB : Got completion from peer [PRIVATE_IP] with error 12, opcode 0, "
+        "len 0, vendor err 129 (Recv)  ",
+        "localGid ::ffff:[MASKED_IP] remoteGid ::ffff:[MASKED_IP]  ",
+        "[Node-A]:[PID]:[Thread] [0] NCCL INFO transport/net.cc:1302 -> 6  ",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.ib.retry_exceeded"
