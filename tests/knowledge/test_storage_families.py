@@ -105,6 +105,25 @@ CASES = [
         ["OSError: Not enough disk space. Needed: 3.45 GiB (download: 1.20 GiB, generated: 2.25 GiB"],
         STORAGE,
     ),
+    (  # thewh1teagle/vibe#1168: Windows' ERROR_DISK_FULL as Rust's io::Error prints it
+        "windows_disk_full_112",
+        [
+            "Error: All model downloads failed. Last error: Error while writing to file"
+            " C:\\Users\\BhuvanaDChandar\\AppData\\Local\\github.com.thewh1teagle.vibe\\ggml-model_bcga8ob9.bin",
+            "",
+            "Caused by:",
+            "    There is not enough space on the disk. (os error 112)",
+        ],
+        STORAGE,
+    ),
+    (  # pymedusa/Medusa#1055: SQLite's SQLITE_FULL through the sqlite3 module
+        "sqlite_database_or_disk_full",
+        [
+            'Sep 09 05:11:31 SHANADOA python[5456]: cache_db_con.action("VACUUM")',
+            "Sep 09 05:11:31 SHANADOA python[5456]: sqlite3.OperationalError: database or disk is full",
+        ],
+        STORAGE,
+    ),
     (  # airbnb/streamalert#766: urllib3's read timeout on the S3 endpoint, raised bare through botocore's vendored copy
         "s3_urllib3_read_timeout",
         [
