@@ -21,6 +21,7 @@ from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
 from crashcart.parsers.attribution import strip_prefixes
+from crashcart.parsers.masking import mask
 from crashcart.parsers.models import FileScan
 from crashcart.parsers.sources import Source, numbered_lines
 
@@ -113,9 +114,17 @@ def _findings(diagnosis: Diagnosis, events: Sequence[Event], section: _Section, 
         )
     signals = [e for e in events if isinstance(e, (FailureEvent, XidEvent, CollectiveTimeoutEvent))]
     signals.sort(key=lambda e: -e.priority)
+    # one rule's line in the same shape on many ranks (every rank's timeout) is shown once, with where else
+    alike: dict[tuple[str, str], list[FailureEvent | XidEvent | CollectiveTimeoutEvent]] = {}
     for event in signals:
-        tag = f"  <- rule {event.rule_id}: {event.failure_class.value}, {event.role.value}, x{event.count}"
-        if not _show(section, ctx, event, tag):
+        alike.setdefault((event.rule_id, mask(strip_prefixes(event.text))), []).append(event)
+    for group in alike.values():
+        first = group[0]
+        tag = f"  <- rule {first.rule_id}: {first.failure_class.value}, {first.role.value}, x{first.count}"
+        if len(group) > 1:
+            where = sorted({e.node or (f"rank{e.rank}" if e.rank is not None else e.file) for e in group[1:]})
+            tag += f"; alike on {len(group) - 1} more: {', '.join(where[:8])}{' ...' if len(where) > 8 else ''}"
+        if not _show(section, ctx, first, tag):
             break
     return section.text()
 

@@ -114,3 +114,18 @@ def test_the_lines_where_progress_stopped_are_shown_though_no_error_word_marks_t
     events = build_events(scans)
     ctx = build_context(scans, events, triage([str(tmp_path)]).diagnosis, 1500)  # no sources: not shown whole
     assert ("train.log", 241) in ctx.citeable  # the first line after progress stopped, not only the last line
+
+
+def test_a_rules_line_alike_on_many_ranks_is_one_finding(tmp_path) -> None:
+    # pytorch/pytorch#118369's watchdog line as three ranks print it (the rank and times differ)
+    line = (
+        "[E ProcessGroupNCCL.cpp:458] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 2562488{r} milliseconds before timing out."
+    )
+    for r in range(3):
+        (tmp_path / f"rank{r}.log").write_text(line.format(r=r) + "\n")
+    scans = scan_sources(discover([str(tmp_path)]).sources, load_rules(), workers=1)
+    events = build_events(scans)
+    ctx = build_context(scans, events, triage([str(tmp_path)]).diagnosis, 6000)
+    shown = [row for row in ctx.sections["findings"].splitlines() if "Watchdog caught" in row]
+    assert len(shown) == 1 and "alike on 2 more" in shown[0]
