@@ -414,3 +414,18 @@ def test_a_directory_made_at_the_filesystem_root_is_the_config(tmp_path: Path) -
         "OSError: [Errno 30] Read-only file system: '//logdir'",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.root_path_read_only")
+
+
+def test_dataparallel_device_ids_beyond_the_gpus_there_are_are_the_config(tmp_path: Path) -> None:
+    # lzx1413/PytorchSSD#50: torch.cuda.get_device_properties' check under DataParallel's _check_balance
+    report = triage_lines(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "train_test.py", line 183, in <module>',
+        "    net = torch.nn.DataParallel(net, device_ids=list(range(args.ngpu)))",
+        '  File "/home/cv2018/anaconda3/lib/python3.6/site-packages/torch/cuda/__init__.py", line 292, in'
+        " get_device_properties",
+        '    raise AssertionError("Invalid device id")',
+        "AssertionError: Invalid device id",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.invalid_device_ordinal")
