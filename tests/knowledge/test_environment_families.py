@@ -713,3 +713,16 @@ def test_a_name_gone_from_a_third_party_package_without_its_path_is_the_environm
         "ImportError: cannot import name 'soft_unicode' from 'markupsafe'",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.import_from_installed_package")
+
+
+def test_a_kernel_compiled_for_another_architecture_is_the_environment(tmp_path: Path) -> None:
+    # luost26/diffusion-point-cloud#8: the project's CUDA extension has no kernel for the RTX 2080
+    report = triage_lines(
+        tmp_path,
+        '  File "/userhome/point_cloud/diffusion-point-cloud-main/evaluation/evaluation_metrics.py", line 58, in'
+        " EMD_CD",
+        "    cd_lst.append(dl.mean(dim=1) + dr.mean(dim=1))",
+        "RuntimeError: CUDA error: invalid device function",
+        "Segmentation fault (core dumped)",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_kernel_image")
