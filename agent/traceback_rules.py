@@ -95,6 +95,20 @@ def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
     return None
 
 
+# An f-string literal (f'...', rf"..."): syntax Python 3.6 introduced. A SyntaxError on a line that uses one was raised
+# by an interpreter older than the code (3.5, or Python 2), not by a typo: the code parses under the Python it needs.
+_FSTRING = re.compile(r"(?<![\w'\"])(?:[fF][rR]?|[rR][fF])['\"]")
+
+
+def _interpreter(exc: RaisedException, tb: Traceback) -> Finding | None:
+    """A SyntaxError on a line written in syntax newer than the interpreter (f-strings before Python 3.6)."""
+    if short_type(exc) != "SyntaxError" or not exc.frames:
+        return None
+    if _FSTRING.search(exc.frames[-1].source or ""):
+        return Finding("syntax_too_new", FailureClass.ENVIRONMENT, LIKELY, "the Python is older than the code's syntax")
+    return None
+
+
 _SHARED_OBJECT = re.compile(
     r"undefined symbol|cannot open shared object file|DLL load failed|Symbol not found|Library not loaded"
     r'|Error loading "[^"]+\.dll" or one of its dependencies'
@@ -302,6 +316,7 @@ _RULES: tuple[Callable[[RaisedException, Traceback], Finding | None], ...] = (
     _nonfinite,
     _cancelled,
     launch_settings,
+    _interpreter,
     _builds,
     _imports,
     _errno,

@@ -7,10 +7,13 @@ traceback from its header on, by the parser itself (read_structure) for the same
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from traceback_records import traceback_from
+from triage_lines import triage_lines
 
+from crashcart.agent.traceback_rules import _FSTRING
 from crashcart.agent.tracebacks import judge, role_of
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role
@@ -968,3 +971,34 @@ def test_a_traceback_only_the_parser_reads_gets_its_class(source: str, text: str
     assert record is not None
     verdict = judge(record)
     assert (verdict.failure_class, verdict.rule_id) == (cls, rule), verdict.reason
+
+
+# flrngel/TagSpace-tensorflow#1 and facebookresearch/ParlAI#806: f-strings parsed by Python 3.5; both threads
+# concluded "use Python 3.6", so the SyntaxError names the interpreter, not a typo
+FSTRING_PY35 = [
+    (
+        '  File "train.py", line 66',
+        "    result = sess.run(train_opts, feed_dict={f'{model.__class__.__name__}/doc:0': batch_input,"
+        " f'{model.__class__.__name__}/tag_flag:0': batch_tags, f'{model.__class__.__name__}/lr:0': [lr]})",
+        "                                                                               ^",
+        "SyntaxError: invalid syntax",
+    ),
+    (
+        'File "/ParlAI/parlai/core/build_data.py", line 232',
+        'module_name = f"parlai.zoo.{animal}"',
+        "                                                             ^",
+        "SyntaxError: invalid syntax",
+    ),
+]
+
+
+@pytest.mark.parametrize("lines", FSTRING_PY35, ids=["tagspace", "parlai"])
+def test_a_syntax_error_on_an_f_string_is_a_python_older_than_the_code(tmp_path: Path, lines: tuple[str, ...]) -> None:
+    report = triage_lines(tmp_path, *lines)
+    assert report.diagnosis.failure_class is FailureClass.ENVIRONMENT
+    assert "traceback.syntax_too_new" in {e.rule_id for e in report.events if hasattr(e, "rule_id")}
+
+
+def test_a_call_named_f_is_no_f_string() -> None:
+    """torchrun's own frame (pytorch/pytorch:torch/distributed/elastic/multiprocessing/errors/__init__.py)."""
+    assert _FSTRING.search("return f(*args, **kwargs)") is None
