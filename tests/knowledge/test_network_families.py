@@ -241,3 +241,24 @@ def test_an_ib_retry_error_whose_peer_the_user_masked_is_still_the_retry_family(
     )
     assert report.diagnosis.failure_class is FailureClass.NETWORK
     assert report.diagnosis.evidence[0].rule_id == "net.ib.retry_exceeded"
+
+
+def test_a_queue_pair_that_never_reached_rtr_is_the_fabric(tmp_path: Path) -> None:
+    # uccl-project/uccl#641: UCCL's own words when the RoCE queue pairs of some nodes time out bringing up
+    report = triage_lines(
+        tmp_path,
+        "RoCE detected (Ethernet)",
+        "  port_state: ACTIVE",
+        "Failed to modify QP to RTR: Connection timed out",
+        "errno: 110",
+    )
+    assert report.diagnosis.failure_class is FailureClass.NETWORK
+    assert report.diagnosis.evidence[0].rule_id == "net.qp_transition_failed"
+
+
+def test_ibstats_disabled_port_is_a_down_link_but_a_linkup_one_is_not(tmp_path: Path) -> None:
+    # NVIDIA/nccl#622: ibstat of an E810 RoCE port next to NCCL's failed ibv_modify_qp
+    down = triage_lines(tmp_path, "CA 'rocep216s0f0'", "\tPort 1:", "\t\tState: Down", "\t\tPhysical state: Disabled")
+    assert any(getattr(e, "rule_id", "") == "net.rdma_link_state_down" for e in down.events)
+    up = triage_lines(tmp_path, "CA 'rocep216s0f0'", "\tPort 1:", "\t\tState: Active", "\t\tPhysical state: LinkUp")
+    assert not any(getattr(e, "rule_id", "") == "net.rdma_link_state_down" for e in up.events)
