@@ -58,3 +58,10 @@ def test_an_mps_client_the_server_terminated_is_a_cuda_error_but_mps_out_of_clie
         "RuntimeError: CUDA error: the hardware resources required to create MPS client have been exhausted",
     )
     assert not any(getattr(e, "rule_id", "") == "cuda.mps_client_lost" for e in full.events)
+
+
+def test_cuda_gdbs_misaligned_address_exception_is_a_cuda_fault(tmp_path: Path) -> None:
+    # Dao-AILab/flash-attention#470: the flash-attn kernel under cuda-gdb on an A10
+    report = triage_lines(tmp_path, "CUDA_EXCEPTION_6, Warp Misaligned Address.")
+    assert report.diagnosis.failure_class is FailureClass.CUDA_ERROR
+    assert report.diagnosis.evidence[0].rule_id == "cuda.misaligned_address"
