@@ -98,14 +98,18 @@ def _cancelled(exc: RaisedException, tb: Traceback) -> Finding | None:
 # An f-string literal (f'...', rf"..."): syntax Python 3.6 introduced. A SyntaxError on a line that uses one was raised
 # by an interpreter older than the code (3.5, or Python 2), not by a typo: the code parses under the Python it needs.
 _FSTRING = re.compile(r"(?<![\w'\"])(?:[fF][rR]?|[rR][fF])['\"]")
+# CPython 3's own words for Python 2's print and exec statements: the code was written for Python 2.
+_PY2_STATEMENT = re.compile(r"^Missing parentheses in call to '(?:print|exec)'")
 
 
 def _interpreter(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """A SyntaxError on a line written in syntax newer than the interpreter (f-strings before Python 3.6)."""
-    if short_type(exc) != "SyntaxError" or not exc.frames:
+    """A SyntaxError on a line written for another Python: f-strings before 3.6, Python 2's print under Python 3."""
+    if short_type(exc) != "SyntaxError":
         return None
-    if _FSTRING.search(exc.frames[-1].source or ""):
+    if exc.frames and _FSTRING.search(exc.frames[-1].source or ""):
         return Finding("syntax_too_new", FailureClass.ENVIRONMENT, LIKELY, "the Python is older than the code's syntax")
+    if _PY2_STATEMENT.search(exc.message.strip()):
+        return Finding("python2_code", FailureClass.ENVIRONMENT, LIKELY, "Python 2 code run by Python 3")
     return None
 
 

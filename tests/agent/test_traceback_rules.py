@@ -1002,3 +1002,19 @@ def test_a_syntax_error_on_an_f_string_is_a_python_older_than_the_code(tmp_path:
 def test_a_call_named_f_is_no_f_string() -> None:
     """torchrun's own frame (pytorch/pytorch:torch/distributed/elastic/multiprocessing/errors/__init__.py)."""
     assert _FSTRING.search("return f(*args, **kwargs)") is None
+
+
+def test_python_2_code_run_by_python_3_is_the_wrong_interpreter(tmp_path: Path) -> None:
+    """meetps/pytorch-semseg#24: 'you're using python 3.x while this project was written in python 2.x'."""
+    report = triage_lines(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "train.py", line 14, in <module>',
+        "    from ptsemseg.loader import get_loader, get_data_path",
+        '  File "/home/yuanshuai/code/pytorch-semseg/ptsemseg/loader/pascal_voc_loader.py", line 130',
+        '    print "Pre-encoding segmentation masks..."',
+        "                                             ^",
+        "SyntaxError: Missing parentheses in call to 'print'",
+    )
+    assert report.diagnosis.failure_class is FailureClass.ENVIRONMENT
+    assert "traceback.python2_code" in {e.rule_id for e in report.events if hasattr(e, "rule_id")}
