@@ -128,7 +128,13 @@ _VERSION_WORDS = re.compile(
     r"|driver on your system is too old"
 )
 # A toolchain the job builds with at start-up (torch.utils.cpp_extension), or a framework build lacking a backend.
-_BUILD_MISSING = re.compile(r"CUDA_HOME environment variable is not set|Distributed package doesn't have NCCL built in")
+# ... or a torch that cannot use the installed NumPy (built without it, or against NumPy 1.x under NumPy 2): torch's
+# tensor_numpy.cpp raises "Numpy is not available" on .numpy() and from_numpy (Atcold/NYU-DLSP20#810,
+# securefederatedai/openfederatedlearning#999).
+_BUILD_MISSING = re.compile(
+    r"CUDA_HOME environment variable is not set|Distributed package doesn't have NCCL built in"
+    r"|^Numpy is not available|PyTorch was compiled without NumPy support"
+)
 # torch.utils.cpp_extension's JIT and setup.py builds (DeepSpeed's ops, apex, custom kernels) run ninja/nvcc.
 _EXTENSION_BUILDERS = ("cpp_extension.py", "build_ext.py")
 _EXTENSION_BUILD = re.compile(r"Error building extension '")

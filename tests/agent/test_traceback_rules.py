@@ -29,6 +29,16 @@ ENV, CODE, DATA, CONFIG = (
 
 # (source thread, traceback as printed, expected class, expected rule)
 CASES = [
+    (
+        "securefederatedai/openfederatedlearning#999",  # torch 2.2 built against NumPy 1.x, with NumPy 2 installed
+        """
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+RuntimeError: Numpy is not available
+""",
+        ENV,
+        "traceback.build_missing",
+    ),
     # -- environment: modules, builds, versions ------------------------------------------------------------
     (
         "facebookresearch/xformers#826",

@@ -69,6 +69,9 @@ from crashcart.knowledge.taxonomy import FailureClass
             " for this partition.                     Multiple gradient reduction is currently not supported",
             "python.autograd_misuse",
         ),
+        # multiprocessing's spawn children re-running a script with no __main__ guard (Lib/multiprocessing/spawn.py;
+        # tinkerhub/ComputerVision-with-PyTorch-Learning-Program#80, a DataLoader with workers on Windows)
+        ("        An attempt has been made to start a new process before the", "python.spawn_without_main_guard"),
         # abseil/abseil-py:absl/flags/_flagvalues.py: FLAGS read before app.run parsed them
         (
             "absl.flags._exceptions.UnparsedFlagAccessError: Trying to access flag --config before flags were parsed.",
