@@ -726,3 +726,27 @@ def test_a_kernel_compiled_for_another_architecture_is_the_environment(tmp_path:
         "Segmentation fault (core dumped)",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_kernel_image")
+
+
+def test_cuda_driver_initialisation_failing_is_the_environment(tmp_path: Path) -> None:
+    # Kai-46/ARF-svox2#9: torch's lazy CUDA init on a machine whose driver the process cannot use
+    report = triage_lines(
+        tmp_path,
+        '  File "~/anaconda3/envs/arf-svox2/lib/python3.8/site-packages/torch/cuda/__init__.py", line 217, in'
+        " _lazy_init",
+        "    torch._C._cuda_init()",
+        "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.no_driver_or_gpu")
+
+
+def test_pythons_dll_load_failure_on_windows_is_the_environment(tmp_path: Path) -> None:
+    # pytorch/pytorch#9344: import torch on Windows, a DLL of its _C extension not loadable
+    report = triage_lines(
+        tmp_path,
+        '  File "C:\\Program Files (x86)\\Microsoft Visual Studio\\Shared\\Python36_64\\lib\\site-packages\\torch\\'
+        '__init__.py", line 78, in <module>',
+        "    from torch._C import *",
+        "ImportError: DLL load failed: The specified module could not be found.",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.windows_dll_load")
