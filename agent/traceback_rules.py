@@ -50,6 +50,9 @@ _HOST_OOM = re.compile(
     r"std::bad_alloc|Cannot allocate memory|\[Errno 12\]|can't allocate memory|memory allocation of \d+ bytes failed"
     r"|Unable to allocate [\d.]+ \w+ for an array|(?i:(?:could not|cannot|failed to|unable to) allocate)"
 )
+# cuDNN tried every convolution algorithm and none could run, nearly always because none's workspace fits in the
+# memory left (marqo-ai/marqo#101: "This is due to OOM with the GPU"; a smaller batch or fewer processes fix it).
+_CUDNN_NO_ALGO = re.compile(r"Unable to find a valid cuDNN algorithm to run convolution")
 _DEVICE_WORDS = re.compile(r"CUDA|GPU|cuda|device")
 _WORKER_OOM = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: (?:Killed|Bus error)")
 
@@ -62,6 +65,8 @@ def _memory(exc: RaisedException, tb: Traceback) -> Finding | None:
         return Finding("host_oom", FailureClass.HOST_OOM, CONFIDENT, "the node ran low on memory (Ray)")
     if short_type(exc) == "OutOfMemoryError" or _GPU_OOM.search(text):
         return Finding("gpu_oom", FailureClass.GPU_OOM, CONFIDENT, "GPU out of memory")
+    if _CUDNN_NO_ALGO.search(exc.message):
+        return Finding("gpu_oom", FailureClass.GPU_OOM, LIKELY, "no cuDNN algorithm's workspace fits in GPU memory")
     host = short_type(exc) in ("MemoryError", "_ArrayMemoryError", "bad_alloc") or _HOST_OOM.search(text)
     if host and not _DEVICE_WORDS.search(exc.message):
         return Finding("host_oom", FailureClass.HOST_OOM, CONFIDENT, "host memory exhausted")
@@ -188,6 +193,9 @@ def _cannot_import(named: re.Match[str], exc: RaisedException) -> Finding:
 
 
 _ERRNO = re.compile(r"\[Errno (\d+)\]|\bcode: (\d+), kind:")
+# multiprocessing's recvfds (Lib/multiprocessing/reduction.py) when a descriptor a DataLoader worker sent was dropped:
+# the process is at its open-files limit (ulimit -n) under torch's file_descriptor sharing strategy (lzccccc/SMOKE#21).
+_ANCDATA = re.compile(r"received \d+ items of ancdata")
 _STRERROR = {
     "No space left on device": "28",
     "StorageFull": "28",
@@ -213,6 +221,8 @@ def _errno(exc: RaisedException, tb: Traceback) -> Finding | None:
     if code in _STORAGE_ERRNO:
         reason, label = _STORAGE_ERRNO[code]
         return Finding(reason, FailureClass.STORAGE, CONFIDENT, label)
+    if code == "24" or _ANCDATA.search(exc.message):
+        return Finding("open_files_limit", FailureClass.ENVIRONMENT, LIKELY, "the process ran out of file descriptors")
     kind = short_type(exc)
     if kind == "FileNotFoundError" or code == "2" or "No such file or directory" in exc.message:
         return Finding("missing_path", FailureClass.CONFIG_ERROR, OWN_CODE, "a path does not exist")

@@ -30,6 +30,32 @@ ENV, CODE, DATA, CONFIG = (
 # (source thread, traceback as printed, expected class, expected rule)
 CASES = [
     (
+        "FunctionLab/sei-framework#19",  # no cuDNN convolution algorithm's workspace fits: the GPU is out of memory
+        """
+Traceback (most recent call last):
+  File "/home/user/.conda/envs/selene_sdk/lib/python3.7/site-packages/selene_sdk/train_model.py", line 453, in train
+    loss.backward()
+  File "/home/user/.conda/envs/selene_sdk/lib/python3.7/site-packages/torch/autograd/__init__.py", line 100, in backward
+    allow_unreachable=True)  # allow_unreachable flag
+RuntimeError: Unable to find a valid cuDNN algorithm to run convolution (try_all at /opt/conda/conda-bld/pytorch_1591914855613/work/aten/src/ATen/native/cudnn/Conv.cpp:693)
+""",  # noqa: E501
+        FailureClass.GPU_OOM,
+        "traceback.gpu_oom",
+    ),
+    (
+        "lzccccc/SMOKE#21",  # a DataLoader worker's descriptor dropped at the open-files limit
+        """
+Traceback (most recent call last):
+  File "/home/robot1/anaconda3/envs/SMOKE/lib/python3.7/site-packages/torch/multiprocessing/reductions.py", line 294, in rebuild_storage_fd
+    fd = df.detach()
+  File "/home/robot1/anaconda3/envs/SMOKE/lib/python3.7/multiprocessing/reduction.py", line 161, in recvfds
+    len(ancdata))
+RuntimeError: received 0 items of ancdata
+""",  # noqa: E501
+        ENV,
+        "traceback.open_files_limit",
+    ),
+    (
         "securefederatedai/openfederatedlearning#999",  # torch 2.2 built against NumPy 1.x, with NumPy 2 installed
         """
 Traceback (most recent call last):
