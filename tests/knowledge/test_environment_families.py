@@ -750,3 +750,22 @@ def test_pythons_dll_load_failure_on_windows_is_the_environment(tmp_path: Path) 
         "ImportError: DLL load failed: The specified module could not be found.",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.windows_dll_load")
+
+
+def test_cudnn_that_cannot_initialise_is_the_environment_below_an_oom(tmp_path: Path) -> None:
+    # xincoder/GRIP#23: cuDNN's handle does not initialise in a mismatched conda stack
+    report = triage_lines(
+        tmp_path,
+        '  File "/home/xxx/anaconda3/envs/DRL/lib/python3.7/site-packages/torch/nn/modules/rnn.py", line 176, in'
+        " flatten_parameters",
+        "    self.batch_first, bool(self.bidirectional))  # type: ignore",
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.cudnn_unusable")
+    # beside a GPU OOM (bluer555/CR-GAN#8's line) the OOM decides
+    oom = triage_lines(
+        tmp_path,
+        "RuntimeError: CUDA error:out of memory",
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
+    )
+    assert oom.diagnosis.failure_class is FailureClass.GPU_OOM
