@@ -124,6 +124,19 @@ CASES = [
         ],
         STORAGE,
     ),
+    (  # whamcloud/integrated-manager-for-lustre#230: ESHUTDOWN, the Lustre connection shut down
+        "lustre_transport_endpoint_shutdown",
+        ["*mount.lustre: mount /dev/sdb at /mnt/testfs-OST0001 failed: Cannot send after transport endpoint shutdown*"],
+        STORAGE,
+    ),
+    (  # Azure/azure-sdk-for-python#20447: the Azure Storage SDK's write to the blob endpoint timing out
+        "azure_blob_service_response_error",
+        [
+            "--> 298             raise error",
+            "ServiceResponseError: ('Connection aborted.', timeout('The write operation timed out'))",
+        ],
+        STORAGE,
+    ),
     (  # airbnb/streamalert#766: urllib3's read timeout on the S3 endpoint, raised bare through botocore's vendored copy
         "s3_urllib3_read_timeout",
         [
