@@ -243,8 +243,13 @@ _ARG_PARSERS = ("argparse.py", "hf_argparser.py")  # the standard library's, tra
 
 
 def _config(exc: RaisedException, tb: Traceback) -> Finding | None:
-    """Size and divisibility asserts over batch, world size, heads, parallel degrees; config validators."""
+    """Size and divisibility asserts over batch, world size, heads, parallel degrees; config validators; a model
+    path that does not exist."""
     cfg = FailureClass.CONFIG_ERROR
+    if short_type(exc) == "HFValidationError":  # huggingface_hub refusing the repo id or revision it was given
+        path = _REPO_ID.search(exc.message)
+        reason = "the model path does not exist (read as a Hub repo id)" if path else "a Hub argument is invalid"
+        return Finding("model_path_missing" if path else "hub_argument", cfg, LIKELY, reason)
     if short_type(exc) == "AssertionError":
         said = f"{exc.assertion or ''} {exc.message}"
         if _CONFIG_WORDS.search(said) and not _TENSOR_SHAPE.search(said):
@@ -257,6 +262,11 @@ def _config(exc: RaisedException, tb: Traceback) -> Finding | None:
     if short_type(exc) == "ValueError" and _PARALLEL_WORDS.search(exc.message):
         return Finding("config_assertion", cfg, LIKELY, "the parallel layout does not fit the world size")
     return None
+
+
+# huggingface_hub's validate_repo_id: from_pretrained found no local directory at the path it was given and took the
+# path for a Hub repo id, which a path is not (PRIME-RL/TTRL#25's '~/models/...', hpcaitech/Open-Sora#146's './...').
+_REPO_ID = re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?:[/.~]|[A-Za-z]:\\)")
 
 
 # Parallel degrees and the world size, as frameworks word them when they refuse a layout ("The number of process

@@ -1054,3 +1054,17 @@ def test_python_2_code_run_by_python_3_is_the_wrong_interpreter(tmp_path: Path) 
     )
     assert report.diagnosis.failure_class is FailureClass.ENVIRONMENT
     assert "traceback.python2_code" in {e.rule_id for e in report.events if hasattr(e, "rule_id")}
+
+
+def test_a_local_model_path_read_as_a_hub_repo_id_is_a_wrong_path(tmp_path: Path) -> None:
+    """PRIME-RL/TTRL#25: '~/models/...' is no directory from_pretrained can open, so it went to the Hub's validator."""
+    report = triage_lines(
+        tmp_path,
+        '  File "/share/gha/envs/verl/lib/python3.11/site-packages/huggingface_hub/utils/_validators.py", line 154,'
+        " in validate_repo_id",
+        "    raise HFValidationError(",
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name':"
+        " '~/models/deepseek-llm-7b-chat'. Use `repo_type` argument if needed.",
+    )
+    assert report.diagnosis.failure_class is FailureClass.CONFIG_ERROR
+    assert "traceback.model_path_missing" in {e.rule_id for e in report.events if hasattr(e, "rule_id")}
