@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
+
+from evalset_subset import evalset_subset
 
 from crashcart.evals.dataset import load_evalset
 from crashcart.evals.oracle import Oracle, OracleServer
 
 PICKED = ["d-gpu-ecc-001", "d-cancel-preempt-003"]  # real cases: one the rules know, one they do not
-
-
-def _subset(dev: Path, root: Path) -> Path:
-    (root / "cases").mkdir(parents=True)
-    rows = [json.loads(line) for line in (dev / "labels.jsonl").read_text().splitlines() if line.strip()]
-    kept = [r for r in rows if r["id"] in PICKED]
-    for r in kept:
-        shutil.copy(dev / r["path"], root / r["path"])
-    (root / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    return root
 
 
 def test_the_oracle_names_the_class_only_when_the_evidence_line_is_shown(dev_evalset: Path, tmp_path: Path) -> None:
@@ -35,7 +26,7 @@ def test_the_oracle_names_the_class_only_when_the_evidence_line_is_shown(dev_eva
 def test_eval_against_the_oracle_measures_what_the_context_carries(
     dev_evalset: Path, tmp_path: Path, cli, monkeypatch
 ) -> None:
-    root = _subset(dev_evalset, tmp_path / "set")
+    root = evalset_subset(dev_evalset, tmp_path / "set", PICKED)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-oracle")
     with OracleServer(root) as server:
         url = server.base_url

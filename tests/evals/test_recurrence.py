@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
+from evalset_subset import evalset_subset
 from typer.testing import CliRunner
 
 from crashcart.cli import app
@@ -16,18 +16,8 @@ from crashcart.evals.recurrence import calibrate_close
 PICKED = ["d-env-tfver-002", "d-hostoom-001", "d-storage-001", "d-net-ib-001"]
 
 
-def _subset(dev: Path, root: Path) -> Path:
-    (root / "cases").mkdir(parents=True)
-    rows = [json.loads(line) for line in (dev / "labels.jsonl").read_text().splitlines() if line.strip()]
-    kept = [r for r in rows if r["id"] in PICKED]
-    for r in kept:
-        shutil.copy(dev / r["path"], root / r["path"])
-    (root / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    return root
-
-
 def test_eval_memory_recurrence_recognises_stored_cases_in_big_jobs(dev_evalset: Path, tmp_path: Path) -> None:
-    root = _subset(dev_evalset, tmp_path / "set")
+    root = evalset_subset(dev_evalset, tmp_path / "set", PICKED)
     args = ["eval", str(root), "--memory", "--recurrence", "--recurrence-mb", "3", "--recurrence-nodes", "4"]
     out = CliRunner().invoke(app, [*args, "--format", "json"])
     assert out.exit_code == 0, out.output
