@@ -49,6 +49,7 @@ LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 LOCAL_ONLY_ENV = "CRASHCART_LOCAL_MODELS_ONLY"
 BACKOFF_CAP_S = 30.0
 MAX_RETRY_AFTER_S = 60.0  # a server asking for longer means a quota, not a blip: give up instead of hanging
+REFUSED_RETRIES = 1  # nothing listening rarely starts listening within seconds: one retry, not the backoff ladder
 SPEC_EXAMPLE = "openai:gpt-4.1-mini, ollama:llama3.1:8b or vllm:Qwen/Qwen2.5-7B-Instruct"
 
 ErrorKind = Literal["rate_limit", "timeout", "server", "client", "length"]
@@ -325,7 +326,8 @@ def invoke_with_retry(
                 raise
             wait = _delay(exc, settings, attempts - 1, rng) if retryable else None
             late = deadline is not None and wait is not None and wait >= deadline.left()
-            if wait is None or attempts > settings.max_retries or late:
+            retries = min(settings.max_retries, REFUSED_RETRIES) if _refused(exc) else settings.max_retries
+            if wait is None or attempts > retries or late:
                 why = _why_stopped(exc, retryable, wait, deadline if late else None)
                 raise LLMCallError(
                     kind=kind,
@@ -402,6 +404,18 @@ def _is_connection(exc: BaseException) -> bool:
     return any(_is_instance(exc, mod, name) for mod, name in _CONNECTION_TYPES)
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether the endpoint refused the connection (somewhere in the SDK's chain of wrapped causes)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConnectionRefusedError):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _quota_exhausted(exc: BaseException) -> bool:
     """OpenAI answers 429 insufficient_quota when billing, not traffic, is the problem: waiting will not help."""
     return "insufficient_quota" in str(getattr(exc, "body", "") or "") + str(exc)
@@ -466,6 +480,8 @@ def _why_stopped(exc: BaseException, retryable: bool, wait: float | None, deadli
         return f"; {_over(deadline)} passed"
     if deadline is not None:
         return f"; no time left to retry within {_over(deadline)}"
+    if _refused(exc):
+        return "; nothing accepts connections there: is the model server running, and is CRASHCART_LLM_BASE_URL right?"
     if _quota_exhausted(exc):
         return "; the account is out of quota: check billing, or choose another model with CRASHCART_LLM"
     if _is_instance(exc, "openai", "LengthFinishReasonError"):
@@ -479,7 +495,7 @@ def _why_stopped(exc: BaseException, retryable: bool, wait: float | None, deadli
 
 def _describe(exc: BaseException, kind: ErrorKind, attempts: int, elapsed: float, why: str) -> str:
     detail = str(getattr(exc, "message", "") or exc or type(exc).__name__).strip()
-    detail = (detail.splitlines() or [type(exc).__name__])[0][:300]
+    detail = (detail.splitlines() or [type(exc).__name__])[0][:300].rstrip(".")
     what = {
         "rate_limit": "rate limited",
         "timeout": "timed out",

@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import ValidationError
 
 from crashcart.agent.llm_provider import (
+    REFUSED_RETRIES,
     Deadline,
     LLMCallError,
     LLMSettings,
@@ -432,6 +433,17 @@ def test_connection_refused_is_a_server_error() -> None:
     with pytest.raises(LLMCallError) as err:
         call(make_chat_model(settings), settings)
     assert (err.value.kind, err.value.attempts) == ("server", 2)
+
+
+def test_a_refused_connection_is_retried_once_not_up_the_backoff_ladder() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = LLMSettings(model="openai:m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=4, backoff_s=0)
+    with pytest.raises(LLMCallError) as err:
+        call(make_chat_model(settings), settings)
+    assert err.value.attempts == 1 + REFUSED_RETRIES
+    assert "is the model server running" in err.value.message
 
 
 def test_fake_server_serves_models_and_both_paths(openai_server) -> None:
