@@ -28,6 +28,17 @@ CASES = [
         ],
         GPU,
     ),
+    (  # NVlabs/BundleSDF#58: the cuDNN convolution finds no algorithm whose workspace fits, under a traceback
+        "cudnn_no_algorithm_in_traceback",
+        [
+            "Traceback (most recent call last):",
+            '  File "run_custom.py", line 211, in <module>',
+            "    run_one_video(video_dir=args.video_dir, out_folder=args.out_folder, use_segmenter=args.use_segmenter,"
+            " use_gui=args.use_gui)",
+            "RuntimeError: Unable to find a valid cuDNN algorithm to run convolution",
+        ],
+        GPU,
+    ),
     (  # intel/intel-extension-for-pytorch#629: IPEX's XPU allocator, in the old CUDA wording
         "xpu_oom_ipex",
         [
