@@ -8,6 +8,9 @@ Every proposal the store accepts can be confirmed: `propose` refuses a pattern t
 compile or that misses one of its own examples, so the operator never meets a queue entry that fails later. A
 confirmed rule can still stop loading (another engine version, a store edited by hand): `loadable_rules` leaves it
 out with the reason, so one broken rule never stops every triage.
+
+A confirmed rule that turns out wrong is retired, not deleted: it leaves the fast filter (only `confirmed` ones load)
+and keeps its whole history, who confirmed it and when, and who retired it, when and why.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.sqlite_db import SqliteStore
 from crashcart.knowledge.taxonomy import Action, FailureClass, Role
 
-ProposalStatus = Literal["pending", "confirmed", "rejected"]
+ProposalStatus = Literal["pending", "confirmed", "rejected", "retired"]
 Origin = Literal["llm", "template"]
 PENDING_HINT = "list the pending ones with `crashcart rules pending`"
 
@@ -59,6 +62,10 @@ class RuleProposal(Frozen):
     decided_at: datetime | None = None
     reason: str | None = None  # why it was rejected
     validation: list[str] = []  # notes from agent.proposals.validate_pattern
+    # A confirmed rule retired later: decided_by/decided_at still say who confirmed it and when.
+    retired_by: str | None = None
+    retired_at: datetime | None = None
+    retired_reason: str | None = None
 
 
 def new_proposal_id() -> str:
@@ -114,6 +121,22 @@ def _decided(p: RuleProposal, status: ProposalStatus, by: str, reason: str | Non
     return p.model_copy(update={"status": status, "decided_by": by.strip(), "decided_at": _now(), "reason": reason})
 
 
+def _retired(p: RuleProposal, by: str, reason: str) -> RuleProposal:
+    """The proposal with its retirement recorded; only a confirmed rule can be retired, and only with a reason."""
+    if p.status != "confirmed":
+        raise KnowledgeError(
+            f"rule proposal {p.id} is {p.status}, not confirmed: only confirmed rules can be retired "
+            "(see them with `crashcart rules list --status confirmed`)"
+        )
+    if not by.strip():
+        raise KnowledgeError(f"say who retires {p.id}: pass a non-empty --by")
+    if not reason.strip():
+        raise KnowledgeError(f"say why {p.id} is retired: pass a non-empty --reason")
+    return p.model_copy(
+        update={"status": "retired", "retired_by": by.strip(), "retired_at": _now(), "retired_reason": reason.strip()}
+    )
+
+
 def _unknown(id: str, where: str) -> KnowledgeError:
     return KnowledgeError(f"no rule proposal {id!r} in {where}: {PENDING_HINT}")
 
@@ -142,6 +165,10 @@ class RuleStore(Protocol):
     def confirm(self, id: str, by: str) -> Rule: ...
 
     def reject(self, id: str, by: str, reason: str) -> RuleProposal: ...
+
+    def retire(self, id: str, by: str, reason: str) -> RuleProposal:
+        """Take a confirmed rule out of the fast filter, keeping its history."""
+        ...
 
     def confirmed_rules(self) -> builtins.list[Rule]:
         """Every confirmed proposal as a Rule, in the order they were proposed."""
@@ -190,7 +217,7 @@ class MemoryRuleStore:
     def propose(self, proposal: RuleProposal) -> RuleProposal:
         with self._lock:
             for p in self._items.values():
-                if p.pattern == proposal.pattern and p.status != "rejected":
+                if p.pattern == proposal.pattern and p.status in ("pending", "confirmed"):
                     return p
             id = new_proposal_id()
             while id in self._items:
@@ -214,6 +241,11 @@ class MemoryRuleStore:
     def reject(self, id: str, by: str, reason: str) -> RuleProposal:
         with self._lock:
             p = self._items[id] = _decided(self._get(id), "rejected", by, reason)
+            return p
+
+    def retire(self, id: str, by: str, reason: str) -> RuleProposal:
+        with self._lock:
+            p = self._items[id] = _retired(self._get(id), by, reason)
             return p
 
     def confirmed_rules(self) -> builtins.list[Rule]:
@@ -300,6 +332,12 @@ class SqliteRuleStore(SqliteStore):
     def reject(self, id: str, by: str, reason: str) -> RuleProposal:
         with self._write() as db:
             p = _decided(self._get(db, id), "rejected", by, reason)
+            self._update(db, p)
+        return p
+
+    def retire(self, id: str, by: str, reason: str) -> RuleProposal:
+        with self._write() as db:
+            p = _retired(self._get(db, id), by, reason)
             self._update(db, p)
         return p
 

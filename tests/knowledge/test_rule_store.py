@@ -338,3 +338,31 @@ def test_loadable_rules_of_a_sound_store_are_its_confirmed_rules(store: RuleStor
     store.confirm(store.propose(proposal()).id, "alice")
     store.propose(proposal(r"still pending: NVSwitch \d+ degraded", ["still pending: NVSwitch 5 degraded"]))
     assert loadable_rules(store) == (store.confirmed_rules(), [])
+
+
+def test_a_retired_rule_leaves_the_filter_and_keeps_its_history(store: RuleStore) -> None:
+    kept = store.propose(proposal())
+    store.confirm(kept.id, "alice")
+    retired = store.retire(kept.id, "bob", "fires on the fabric manager's restart banner too")
+    assert retired.status == "retired" and store.list("confirmed") == []
+    assert store.confirmed_rules() == [] and loadable_rules(store) == ([], [])
+    stored = store.get(kept.id)
+    assert stored is not None
+    assert (stored.decided_by, stored.retired_by) == ("alice", "bob")
+    assert stored.retired_reason == "fires on the fabric manager's restart banner too"
+    assert stored.decided_at is not None and stored.retired_at is not None and stored.retired_at >= stored.decided_at
+    assert [p.id for p in store.list("retired")] == [kept.id]
+    again = store.propose(proposal())  # a retired pattern no longer blocks a fresh proposal of it
+    assert again.id != kept.id and again.status == "pending"
+
+
+def test_only_a_confirmed_rule_is_retired_and_only_with_a_reason(store: RuleStore) -> None:
+    p = store.propose(proposal())
+    with pytest.raises(KnowledgeError, match="only confirmed rules can be retired"):
+        store.retire(p.id, "bob", "wrong")
+    store.confirm(p.id, "alice")
+    with pytest.raises(KnowledgeError, match="--reason"):
+        store.retire(p.id, "bob", "  ")
+    with pytest.raises(KnowledgeError, match="crashcart rules pending"):
+        store.retire("prop-0000000000", "bob", "wrong")
+    assert [r.id for r in store.confirmed_rules()] == [f"user.{p.id}"]
