@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import os
+import getpass
+import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -13,7 +15,11 @@ from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.printable import printable, printable_name
 
-rules_app = typer.Typer(help="Proposed fast-filter rules: review, confirm, reject.", no_args_is_help=True)
+rules_app = typer.Typer(
+    help="Fast-filter rules: the shipped ones, and proposed ones to review, confirm, reject or retire.",
+    no_args_is_help=True,
+)
+STATUSES = ("pending", "confirmed", "rejected", "retired")
 
 StoreOpt = Annotated[
     Path | None,
@@ -30,6 +36,16 @@ def _store(path: Path | None, create: bool = False):
     return store
 
 
+def _operator(by: str) -> str:
+    """Who decides: --by, else the OS user (so the history names a person, not a placeholder)."""
+    if by.strip():
+        return by.strip()
+    try:
+        return getpass.getuser() or "unknown"
+    except (OSError, KeyError, ImportError):  # no login name, no passwd entry, no pwd module
+        return "unknown"
+
+
 def _show(proposals) -> None:
     """One block per proposal: the pattern in full (a table would wrap it out of reach of copy and paste)."""
     if not proposals:
@@ -39,6 +55,9 @@ def _show(proposals) -> None:
         print(f"{p.id}  {p.status}  {p.failure_class.value}  (from {origin}, job {printable_name(p.job)})")
         print(f"  pattern: {printable(p.pattern)}")
         print(f"  why:     {printable(p.reason if p.status == 'rejected' else p.explanation)}")
+        if p.status == "retired":
+            when = f"{p.retired_at:%Y-%m-%d}" if p.retired_at else "?"
+            print(f"  retired: by {printable(p.retired_by or '?')} {when}: {printable(p.retired_reason or '')}")
         for example in p.examples[:2]:
             print(f"  matches: {printable(example[:200])}")
 
@@ -51,12 +70,57 @@ def pending(store: StoreOpt = None) -> None:
 
 @rules_app.command("list")
 def list_(
-    status: Annotated[str | None, typer.Option(help="pending, confirmed or rejected")] = None, store: StoreOpt = None
+    status: Annotated[str | None, typer.Option(help="pending, confirmed, rejected or retired")] = None,
+    shipped: Annotated[bool, typer.Option("--shipped", help="the signatures crashcart ships instead")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="text or json")] = "text",
+    store: StoreOpt = None,
 ) -> None:
-    """Every proposal (or those with one status)."""
-    if status not in (None, "pending", "confirmed", "rejected"):
-        raise InputError(f"--status must be pending, confirmed or rejected, not {status!r}")
-    _show(_store(store).list(status=status))
+    """Every proposal (or those with one status; retired ones are marked), or with --shipped the shipped rules."""
+    if status not in (None, *STATUSES):
+        raise InputError(f"--status must be {', '.join(STATUSES[:-1])} or {STATUSES[-1]}, not {status!r}")
+    if fmt not in ("text", "json"):
+        raise InputError(f"--format must be text or json, not {fmt!r}")
+    if shipped:
+        _list_shipped(fmt == "json")
+        return
+    proposals = _store(store).list(status=status)  # type: ignore[arg-type]
+    if fmt == "json":
+        items = [json.loads(p.model_dump_json()) for p in proposals]
+        sys.stdout.write(json.dumps({"proposals": items, "count": len(items)}, indent=2) + "\n")
+    else:
+        _show(proposals)
+
+
+def _list_shipped(as_json: bool) -> None:
+    """The shipped signatures: id and class on one line, the explanation cut to the terminal's width below it."""
+    from crashcart.knowledge.rules import load_rules
+
+    rules = load_rules()
+    if as_json:
+        items = [
+            {
+                "id": r.id,
+                "failure_class": r.failure_class.value,
+                "action": r.resolved_action.value,
+                "role": r.role.value,
+                "priority": r.priority,
+                "explanation": r.explanation,
+                "pattern": r.pattern,
+            }
+            for r in rules
+        ]
+        sys.stdout.write(json.dumps({"rules": items, "count": len(items)}, indent=2) + "\n")
+        return
+    width = max(40, shutil.get_terminal_size((80, 24)).columns)
+    for r in rules:
+        print(f"{r.id}  {r.failure_class.value}  {r.role.value}")
+        print(_cut(f"  {r.explanation}", width))
+    print(f"{len(rules)} shipped rules (full patterns: crashcart rules list --shipped --format json)")
+
+
+def _cut(text: str, width: int) -> str:
+    """One line of at most `width` characters, with an ellipsis where it was cut."""
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 @rules_app.command("show")
@@ -73,7 +137,7 @@ def confirm(
     proposal_id: str, by: Annotated[str, typer.Option(help="who confirms it")] = "", store: StoreOpt = None
 ) -> None:
     """Make a proposal a rule of the fast filter (from the next triage on)."""
-    rule = _store(store).confirm(proposal_id, by=by or os.environ.get("USER", "operator"))
+    rule = _store(store).confirm(proposal_id, by=_operator(by))
     print(f"confirmed {proposal_id}: rule {rule.id} ({rule.failure_class.value}) joins the fast filter")
 
 
@@ -85,8 +149,20 @@ def reject(
     store: StoreOpt = None,
 ) -> None:
     """Refuse a proposal."""
-    _store(store).reject(proposal_id, by=by or os.environ.get("USER", "operator"), reason=reason)
+    _store(store).reject(proposal_id, by=_operator(by), reason=reason)
     print(f"rejected {proposal_id}")
+
+
+@rules_app.command("retire")
+def retire(
+    proposal_id: str,
+    reason: Annotated[str, typer.Option(help="why the rule must stop firing")],
+    by: Annotated[str, typer.Option(help="who retires it (default: the OS user)")] = "",
+    store: StoreOpt = None,
+) -> None:
+    """Take a confirmed rule out of the fast filter (from the next triage on); its history stays."""
+    _store(store).retire(proposal_id.removeprefix("user."), by=_operator(by), reason=reason)
+    print(f"retired {proposal_id}: it leaves the fast filter; `crashcart rules list --status retired` shows it")
 
 
 @rules_app.command("propose")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from crashcart.knowledge.rule_store import SqliteRuleStore, loadable_rules
+
 # A failure no rule knows after an HF Trainer progress line: a Zookeeper leader's learner handler for a peer dying, as
 # Loghub's Zookeeper_2k.log (../shared/data) prints it for each peer (its time, address and port vary)
 QUORUM = (
@@ -82,3 +84,76 @@ def test_proposals_show_their_log_lines_escaped(cli, tmp_path: Path) -> None:
     code, out, _ = cli("rules", "list")
     assert code == 0 and "matches: 2024-03-22 07:26:34.220 | INFO     | datatrove.utils.logging" in out
     assert "\x1b" not in out
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_shipped_rules_are_listed_within_the_terminal(cli, monkeypatch, columns: int) -> None:
+    from crashcart.knowledge.rules import load_rules
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = cli("rules", "list", "--shipped")
+    shipped = load_rules()
+    assert code == 0 and f"{len(shipped)} shipped rules" in out
+    lines = out.splitlines()
+    first = shipped[0]
+    assert lines[0] == f"{first.id}  {first.failure_class.value}  {first.role.value}"
+    assert all(len(line) <= columns for line in lines if line.startswith("  "))
+    assert first.explanation[:40] in lines[1]
+
+
+def test_shipped_rules_as_json(cli) -> None:
+    code, out, _ = cli("rules", "list", "--shipped", "--format", "json")
+    listed = json.loads(out)
+    by_id = {r["id"]: r for r in listed["rules"]}
+    assert code == 0 and listed["count"] == len(by_id) > 100
+    watchdog = by_id["coll.watchdog_timeout"]
+    assert (watchdog["failure_class"], watchdog["role"]) == ("collective_timeout", "symptom")
+    assert "collective operation timeout" in watchdog["pattern"] and watchdog["explanation"]
+
+
+def test_a_retired_rule_stops_firing_and_is_listed_as_retired(cli, tmp_path: Path) -> None:
+    first = tmp_path / "a.log"
+    first.write_text(QUORUM.format(**FIRST))
+    code, out, _ = cli("rules", "propose", str(first), "--class", "node_failure", "--line", "2")
+    proposal_id = out.split()[1].rstrip(":")
+    assert cli("rules", "confirm", proposal_id, "--by", "bob")[0] == 0
+
+    code, out, _ = cli("rules", "retire", proposal_id, "--reason", "the leader prints it on every re-election")
+    assert code == 0 and f"retired {proposal_id}" in out
+    store = SqliteRuleStore(tmp_path / "rules.db")  # what the next triage loads from $CRASHCART_RULES
+    assert loadable_rules(store) == ([], [])
+    store.close()
+
+    code, out, _ = cli("rules", "list")
+    assert f"{proposal_id}  retired  node_failure" in out
+    assert "retired: by " in out and "the leader prints it on every re-election" in out
+    code, out, _ = cli("rules", "list", "--status", "retired", "--format", "json")
+    (shown,) = json.loads(out)["proposals"]
+    assert (shown["status"], shown["decided_by"]) == ("retired", "bob")
+    assert shown["retired_reason"] == "the leader prints it on every re-election" and shown["retired_at"]
+
+
+def test_retiring_an_unknown_rule_is_one_line_and_fails(cli, tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text(QUORUM.format(**FIRST))
+    cli("rules", "propose", str(log), "--class", "node_failure", "--line", "2")
+    code, out, err = cli("rules", "retire", "prop-0000000000", "--reason", "wrong")
+    assert code != 0 and out == "" and len(err.strip().splitlines()) == 1 and "prop-0000000000" in err
+
+
+def test_decisions_without_by_record_the_os_user(cli, monkeypatch, tmp_path: Path) -> None:
+    import getpass
+
+    monkeypatch.setattr(getpass, "getuser", lambda: "carol")
+    log = tmp_path / "a.log"
+    log.write_text(QUORUM.format(**FIRST))
+    proposal_id = cli("rules", "propose", str(log), "--class", "node_failure", "--line", "2")[1].split()[1][:-1]
+    assert cli("rules", "confirm", proposal_id)[0] == 0
+    monkeypatch.setattr(getpass, "getuser", _no_login)
+    assert cli("rules", "retire", proposal_id, "--reason", "noisy")[0] == 0
+    shown = json.loads(cli("rules", "show", proposal_id)[1])
+    assert (shown["decided_by"], shown["retired_by"]) == ("carol", "unknown")
+
+
+def _no_login() -> str:
+    raise OSError("No username set in the environment")
