@@ -26,9 +26,12 @@ def bot(
         ),
     ] = False,
     port: Annotated[int, typer.Option(help="port for --http")] = 3000,
+    host: Annotated[
+        str, typer.Option(help="address for --http to bind (0.0.0.0 for every interface, behind your proxy)")
+    ] = "127.0.0.1",
 ) -> None:
     """Run the Slack bot: mention it (or /crashcart) with a Slurm job id, a log path, a paste or an upload."""
     from crashcart.bot.config import load_config
     from crashcart.bot.run import serve
 
-    serve(load_config(config), "http" if http else "socket", port)
+    serve(load_config(config), "http" if http else "socket", port, host=host)

@@ -182,10 +182,32 @@ def open_services(config: BotConfig, client: WebClient, chat_model: BaseChatMode
     )
 
 
+class _ClientGivenFilter(logging.Filter):
+    """Drop Bolt's "As you gave `client` as well, `token` will be unused": Bolt reads $SLACK_BOT_TOKEN on its own,
+    and the client it is given holds that same token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+def _bolt_logger() -> logging.Logger:
+    bolt = logging.getLogger("crashcart.bot.bolt")
+    if not any(isinstance(f, _ClientGivenFilter) for f in bolt.filters):
+        bolt.addFilter(_ClientGivenFilter())
+    return bolt
+
+
 def build_app(config: BotConfig, client: WebClient | None = None, *, chat_model: BaseChatModel | None = None) -> App:
     """The Bolt app with crashcart's handlers; `client` defaults to one for config.slack_api_url."""
     client = client or WebClient(token=config.secret("bot_token"), base_url=config.slack_api_url)
-    app = App(client=client, signing_secret=config.secret("signing_secret") or "", name="crashcart")
+    # The token was checked at start (crashcart/bot/run.py verify_slack), so Bolt does not call auth.test again.
+    app = App(
+        client=client,
+        signing_secret=config.secret("signing_secret") or "",
+        name="crashcart",
+        token_verification_enabled=False,
+        logger=_bolt_logger(),
+    )
     services = open_services(config, client, chat_model)
     register(app, services)
     return app

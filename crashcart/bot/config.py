@@ -14,7 +14,6 @@ import yaml
 from pydantic import Field, SecretStr, ValidationError
 
 from crashcart.knowledge.errors import CrashcartError
-from crashcart.knowledge.loading import describe
 from crashcart.knowledge.records import Strict
 
 Mode = Literal["socket", "http"]
@@ -66,6 +65,14 @@ class BotConfig(Strict):
             hints = ", ".join(f"{TOKEN_ENV[m]} (or `{m}:` in bot.yaml)" for m in missing)
             raise CrashcartError(f"the bot in {mode} mode needs {hints}")
 
+    def check_roots(self) -> None:
+        """Refuse to start with a log root that is not a folder: every ask under it would fail later, one by one."""
+        bad = [str(root) for root in self.log_roots if not root.is_dir()]
+        if bad:
+            raise CrashcartError(
+                f"log_roots that are not folders: {', '.join(bad)}; fix `log_roots:` in the bot config (or mount them)"
+            )
+
 
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> BotConfig:
     """Settings from the YAML file at `path` (if any); tokens it leaves out come from the environment."""
@@ -77,10 +84,20 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
     try:
         return BotConfig.model_validate(data)
     except ValidationError as exc:
-        where = path or "the environment"
+        where = f"bot config {path}" if path is not None else "the bot's settings from the environment"
         raise CrashcartError(
-            f"{where}: invalid bot setting {describe(exc)}; fix it (the fields are listed in crashcart/bot/config.py)"
+            f"{where}: invalid bot setting {every_problem(exc)}; fix them (README: The Slack bot)"
         ) from exc
+
+
+def every_problem(exc: ValidationError) -> str:
+    """Every bad field with what is wrong with it, on one line: `max_upload_bytes: ...; loglevel: unknown setting`."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        what = "unknown setting" if error["type"] == "extra_forbidden" else error["msg"]
+        problems.append(f"{where}: {what}")
+    return "; ".join(problems)
 
 
 def _read_yaml(path: Path) -> dict:
