@@ -769,3 +769,15 @@ def test_cudnn_that_cannot_initialise_is_the_environment_below_an_oom(tmp_path: 
         "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
     )
     assert oom.diagnosis.failure_class is FailureClass.GPU_OOM
+
+
+def test_a_second_openmp_runtime_in_the_process_is_the_environment(tmp_path: Path) -> None:
+    # clue-ai/ChatYuan#28 and danaugrs/huskarl#18: macOS, Intel's libiomp5 and LLVM's libomp both loaded
+    hint = "OMP: Hint This means that multiple copies of the OpenMP runtime have been linked into the program."
+    assert triage_lines(tmp_path, hint).diagnosis.failure_class is not ENV
+    for line in (
+        "OMP: Error #15: Initializing libiomp5.dylib, but found libomp.dylib already initialized.",
+        "OMP: Error #15: Initializing libomp.dylib, but found libiomp5.dylib already initialized.",
+    ):
+        report = triage_lines(tmp_path, line, hint, "Abort trap: 6")
+        assert (report.diagnosis.failure_class, cited(report)) == (ENV, "env.openmp_duplicate_runtime")
