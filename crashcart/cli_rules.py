@@ -83,7 +83,7 @@ def list_(
     if shipped:
         _list_shipped(fmt == "json")
         return
-    proposals = _store(store).list(status=status)  # type: ignore[arg-type]
+    proposals = _store(store).list(status=status)
     if fmt == "json":
         items = [json.loads(p.model_dump_json()) for p in proposals]
         sys.stdout.write(json.dumps({"proposals": items, "count": len(items)}, indent=2) + "\n")

@@ -113,3 +113,49 @@ def test_a_bad_token_is_one_line_saying_what_to_check(refusing_slack: str) -> No
     with pytest.raises(CrashcartError, match=r"auth.test \(invalid_auth\): check SLACK_BOT_TOKEN") as caught:
         verify_slack(config)
     assert "xoxb-revoked" not in str(caught.value)
+
+
+def test_http_mode_answers_slack_through_bolts_wsgi_adapter(monkeypatch) -> None:
+    """A real request to the stdlib server: Bolt checks the signature (none here, so 401), on 127.0.0.1."""
+    import urllib.request
+    from wsgiref import simple_server
+
+    import slack_bolt
+
+    servers: list = []
+    made = simple_server.make_server
+
+    def recording(*args: object, **kw: object):
+        server = made(*args, **kw)  # type: ignore[arg-type]
+        servers.append(server)
+        return server
+
+    monkeypatch.setattr(run, "make_server", recording)
+    app = slack_bolt.App(
+        token="xoxb-1", signing_secret="s", token_verification_enabled=False, request_verification_enabled=True
+    )
+    thread = threading.Thread(target=run.serve_http, args=(app, "127.0.0.1", 0), daemon=True)
+    thread.start()
+    _until_listening(servers)
+    (server,) = servers
+    assert server.server_address[0] == "127.0.0.1"
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.server_port}/slack/events", data=b'{"type": "url_verification"}', method="POST"
+    )
+    try:
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        assert caught.value.code == 401  # Bolt's signature check answered, behind the threaded wsgiref server
+    finally:
+        server.shutdown()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+def _until_listening(servers: list, seconds: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not servers:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
