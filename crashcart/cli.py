@@ -12,29 +12,54 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from crashcart.cli_batch import batch
 from crashcart.cli_bot import bot
 from crashcart.cli_cases import cases_app
+from crashcart.cli_generate import generate
+from crashcart.cli_help import install as install_help
 from crashcart.cli_rules import rules_app
 from crashcart.knowledge.errors import CrashcartError
 from crashcart.printable import printable, printable_name
 
 TIMEOUT_S = 30.0  # crashcart.agent.consult.TIMEOUT_S (a test keeps them equal), not imported at start-up
 
+install_help()
+HELP = {"help_option_names": ["-h", "--help"]}  # click hands it down to every subcommand's context
+
 app = typer.Typer(
     help="Diagnose failed training jobs from their logs.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings=HELP,
 )
+
+
+def _version(show: bool) -> None:
+    """--version: print the installed distribution's version and stop (eager, so it needs no command)."""
+    if show:
+        from importlib.metadata import version
+
+        print(f"crashcart {version('crashcart')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool, typer.Option("--version", "-V", is_eager=True, callback=_version, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Diagnose failed training jobs from their logs."""
 
 
 app.add_typer(cases_app, name="cases")
 app.add_typer(rules_app, name="rules")
 app.command("batch")(batch)
 app.command("bot")(bot)
+app.command("generate")(generate)
 
 
 class Format(str, Enum):
@@ -91,11 +116,12 @@ def triage(
     llm_always: Annotated[bool, typer.Option(help="consult the model even when the rules are sure")] = False,
     llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
     redact_hosts: Annotated[bool, typer.Option(help="also pseudonymise node names and IPs sent to the model")] = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the report here instead of stdout")] = None,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
     from crashcart.agent.consult import LLMOptions
     from crashcart.api import triage as run_triage
-    from crashcart.render import to_json, to_markdown, to_terminal
+    from crashcart.render import empty_note, to_json, to_markdown, to_terminal
     from crashcart.stores import open_memory, open_rule_store
 
     store = None if no_memory else open_memory(memory)
@@ -113,12 +139,33 @@ def triage(
     report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings, llm_options=options)
     for warning in report.warnings:
         print(f"crashcart: warning: {printable(warning)}", file=sys.stderr)
+    if fmt is Format.json and empty_note(report):  # the text and Markdown reports carry it themselves
+        print(f"crashcart: note: {empty_note(report)}", file=sys.stderr)
     if fmt is Format.json:
-        sys.stdout.write(to_json(report) + "\n")
+        write_out(to_json(report) + "\n", out)
     elif fmt is Format.md:
-        sys.stdout.write(to_markdown(report))
+        write_out(to_markdown(report), out)
     else:
-        Console().print(to_terminal(report))
+        write_out(to_terminal(report), out)
+
+
+def write_out(report: str | RenderableType, out: Path | None) -> None:
+    """The report on stdout, or in OUT (a rich renderable as plain text, 100 columns); an unwritable OUT is the
+    user's to fix."""
+    if out is None:
+        if isinstance(report, str):
+            sys.stdout.write(report)
+        else:
+            Console().print(report)
+        return
+    try:
+        with out.open("w", encoding="utf-8") as fh:
+            if isinstance(report, str):
+                fh.write(report)
+            else:
+                Console(file=fh, width=100, color_system=None).print(report)
+    except OSError as exc:
+        raise CrashcartError(f"cannot write {out}: {exc.strerror or exc}; fix --out") from exc
 
 
 def _llm_settings(spec: str | None, base_url: str | None):
@@ -193,15 +240,6 @@ def eval_(
         sys.stdout.write(render_markdown(report))
     else:
         Console().print(render_text(report))
-
-
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def generate(ctx: typer.Context) -> None:
-    """Write a large synthetic multi-node job (see `crashcart generate --help-generator`)."""
-    from crashcart.evals.generator import main as generator_main
-
-    args = ["--help" if a == "--help-generator" else a for a in ctx.args]
-    generator_main(args)
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ cases_app = typer.Typer(
 MemoryOpt = Annotated[
     Path | None,
     typer.Option(
-        "--memory", help="incident store (default: $CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)"
+        "--memory", help="incident store (default: $CRASHCART_MEMORY, else incidents.db in ~/.local/share/crashcart)"
     ),
 ]
 
@@ -51,6 +51,7 @@ def _store(path: Path | None, create: bool = False):
 
 
 SHOWN_CANDIDATES = 10
+CLASSES = ", ".join(c.value for c in FailureClass)  # listed in help: a Choice metavar would wrap mid-word
 
 
 def resolve_id(store, given: str) -> str:
@@ -77,8 +78,10 @@ def _counted(n: int) -> str:
 @cases_app.command("add")
 def add(
     paths: Annotated[list[str] | None, typer.Argument(help="the failed job's logs (omit with --labels)")] = None,
-    failure_class: Annotated[FailureClass | None, typer.Option("--class", help="the confirmed class")] = None,
-    confirm: Annotated[bool, typer.Option(help="accept the diagnosed class as confirmed")] = False,
+    failure_class: Annotated[
+        FailureClass | None, typer.Option("--class", metavar="CLASS", help=f"the confirmed class: {CLASSES}")
+    ] = None,
+    confirm: Annotated[bool, typer.Option("--confirm", help="accept the diagnosed class as confirmed")] = False,
     action: Annotated[Action | None, typer.Option(help="the action taken (default: from the class)")] = None,
     resolution: Annotated[str | None, typer.Option(help="how it was resolved, in your words")] = None,
     by: Annotated[str | None, typer.Option(help="who confirmed it")] = None,
@@ -122,7 +125,9 @@ def add(
 
 @cases_app.command("list")
 def list_(
-    failure_class: Annotated[FailureClass | None, typer.Option("--class")] = None,
+    failure_class: Annotated[
+        FailureClass | None, typer.Option("--class", metavar="CLASS", help=f"only this class: {CLASSES}")
+    ] = None,
     limit: int = 50,
     offset: int = 0,
     fmt: Annotated[
@@ -146,7 +151,10 @@ def list_(
         page = [inc.model_dump(mode="json") for inc in listed]
         sys.stdout.write(json.dumps({"incidents": page, "count": len(page), "total": store.count()}) + "\n")
         return
-    table = Table("id", "class", "action", "job", "when", "by", box=None)
+    table = Table(box=None)
+    table.add_column("id", no_wrap=True, min_width=len(listed[0].id) if listed else None)  # copied whole
+    for name in ("class", "action", "job", "when", "by"):
+        table.add_column(name, overflow="fold")
     for inc in listed:
         p = inc.provenance
         table.add_row(
@@ -195,8 +203,14 @@ def search(
     """The stored incidents most similar to a new job's logs."""
     from crashcart.agent.cases import search_paths
 
-    table = Table("similarity", "id", "class", "action", "job", "resolution", box=None)
-    for item in search_paths(_store(memory), paths, k):
+    found = search_paths(_store(memory), paths, k)
+    table = Table(box=None)
+    table.add_column("similarity", no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=max((len(item.id) for item in found), default=2))
+    for name in ("class", "action", "job"):
+        table.add_column(name, overflow="fold")
+    table.add_column("resolution", min_width=30)  # prose: wrapped at words in a column wide enough to read
+    for item in found:
         table.add_row(
             f"{item.similarity:.2f}",
             item.id,

@@ -18,6 +18,19 @@ _CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
 MAX_SKIPPED = 10  # skipped files listed one a line; past this many, a count (the JSON lists them all)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 file`, `2 files`, `1,204 lines`: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def empty_note(report: Report) -> str | None:
+    """One line when nothing was read at all: the report stands, but there was nothing to diagnose."""
+    st = report.stats
+    if st.lines or st.bytes:
+        return None
+    return f"the input is empty ({counted(st.files, 'file')}, 0 lines): nothing to diagnose"
+
+
 def to_json(report: Report) -> str:
     """The contract object: diagnosis.failure_class, action, faulty_nodes, evidence[file, line, text], ..."""
     return report.model_dump_json(indent=2)
@@ -88,8 +101,9 @@ def to_terminal(report: Report) -> RenderableType:
         "\n",
         (where(report), "dim"),
     )
-    if model_note(report):
-        head.append(f"\n{model_note(report)}", style="yellow")
+    for note in (empty_note(report), model_note(report)):
+        if note:
+            head.append(f"\n{note}", style="yellow")
     evidence = Table(show_header=True, header_style="bold", expand=True, box=None)
     evidence.add_column("where", no_wrap=True, style="cyan")
     evidence.add_column("node/rank", no_wrap=True)
@@ -101,8 +115,9 @@ def to_terminal(report: Report) -> RenderableType:
     steps = Text("\n".join(f"{i}. {printable(s)}" for i, s in enumerate(d.mitigation, 1)) or "-")
     st = report.stats
     footer = Text(
-        f"{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB, {st.rule_hits:,} rule hits, "
-        f"{st.templates:,} templates in {st.seconds:.2f}s ({st.mb_per_s:.0f} MB/s)",
+        f"{counted(st.files, 'file')}, {counted(st.lines, 'line')}, {st.bytes / 1e6:.1f} MB, "
+        f"{counted(st.rule_hits, 'rule hit')}, {counted(st.templates, 'template')} in {st.seconds:.2f}s "
+        f"({st.mb_per_s:.0f} MB/s)",
         style="dim",
     )
     parts: list[RenderableType] = [
@@ -147,7 +162,7 @@ def to_markdown(report: Report) -> str:
         printable(d.summary, newlines=True),
         "",
         f"*{where(report)}*",
-        *([f"_{model_note(report)}_"] if model_note(report) else []),
+        *[f"_{note}_" for note in (empty_note(report), model_note(report)) if note],
         "",
         "**Evidence**",
         "",
@@ -172,5 +187,6 @@ def to_markdown(report: Report) -> str:
         lines += ["", f"**Skipped: {len(report.skipped)} not read, or not to the end**", ""]
         lines += [f"- {line}" for line in skipped_lines(report, quote="`")]
     st = report.stats
-    lines += ["", f"_{st.files} file(s), {st.lines:,} lines, {st.bytes / 1e6:.1f} MB read in {st.seconds:.2f}s_"]
+    read = f"{counted(st.files, 'file')}, {counted(st.lines, 'line')}, {st.bytes / 1e6:.1f} MB"
+    lines += ["", f"_{read} read in {st.seconds:.2f}s_"]
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from crashcart.batch.models import BatchResult
 from crashcart.batch.summary import BatchSummary, Totals, decider
 from crashcart.knowledge.records import Strict
 from crashcart.printable import printable, printable_name
+from crashcart.render import counted
 
 CSV_COLUMNS = [
     "job_id",
@@ -76,7 +77,7 @@ def _pct(share: float) -> str:
 def headline(t: Totals) -> str:
     """One line: what was done, what was reused, and how fast."""
     return (
-        f"{t.jobs} jobs: {t.triaged} triaged, {t.errors} errors, {t.no_logs} without logs; "
+        f"{counted(t.jobs, 'job')}: {t.triaged} triaged, {counted(t.errors, 'error')}, {t.no_logs} without logs; "
         f"{t.gpu_hours:,.1f} GPU-hours. This run: {t.new_jobs} new, {t.reused} unchanged (reused), "
         f"{t.new_bytes / 1e6:,.1f} MB in {t.wall_s:.1f} s = {t.jobs_per_min:,.1f} jobs/min, "
         f"{t.mb_per_s:,.1f} MB/s"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -249,3 +250,113 @@ def test_a_file_name_that_is_not_utf8_gives_a_json_report(cli, tmp_path: Path) -
     assert (code, err) == (0, "")
     report = json.loads(out)
     assert report["diagnosis"]["evidence"][0]["file"] == "rank3-caf\\xe9.log"
+
+
+# -- help, version, -o, generate: the edges a new user hits first ---------------------------------------------
+
+BOX = str.maketrans("", "", "│╭╮╰╯─┃")
+TYPE_TAG = re.compile(r"<(?:bool|int|float|str|path|list\[[^>]*\]|[a-z_]+\|[^>]*)>")
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command and subcommand of the real app, as argv prefixes: (), ("triage",), ("cases", "add") ..."""
+    import typer
+
+    from crashcart import cli
+
+    paths: list[tuple[str, ...]] = []
+
+    def walk(cmd, prefix: tuple[str, ...]) -> None:
+        paths.append(prefix)
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            walk(sub, (*prefix, name))
+
+    walk(typer.main.get_command(cli.app), ())
+    return paths
+
+
+def _expected_words(path: tuple[str, ...]) -> list[str]:
+    """The words each help screen must show whole: option names and every word of their help and the docstring."""
+    import typer
+
+    from crashcart import cli
+
+    cmd = typer.main.get_command(cli.app)
+    for name in path:
+        cmd = cmd.commands[name]
+    words = (cmd.help or "").split("\n\n")[0].split()
+    for param in cmd.params:
+        if param.param_type_name == "option":  # an argument shows as its metavar
+            words += [*param.opts, *param.secondary_opts]
+        words += (getattr(param, "help", None) or "").split()
+    return words
+
+
+def test_dash_h_is_help_everywhere(cli) -> None:
+    for path in [(), ("triage",), ("cases",), ("cases", "show"), ("batch",)]:
+        code, out, _ = cli(*path, "-h")
+        assert code == 0 and "Usage: " in out and "Options" in out, path
+
+
+def test_version(cli) -> None:
+    from importlib.metadata import version
+
+    code, out, _ = cli("--version")
+    assert (code, out) == (0, f"crashcart {version('crashcart')}\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "md"])
+def test_triage_out_writes_the_report_to_a_file(cli, oom_log: Path, tmp_path: Path, fmt: str) -> None:
+    dest = tmp_path / f"report.{fmt}"
+    code, out, _ = cli("triage", str(oom_log), "--format", fmt, "-o", str(dest))
+    assert (code, out) == (0, "")
+    written = dest.read_text()
+    assert "gpu_oom" in written and "\x1b[" not in written  # plain text, no colour codes in a file
+    if fmt == "json":
+        assert json.loads(written)["diagnosis"]["failure_class"] == "gpu_oom"
+
+
+def test_triage_out_unwritable_is_one_line(cli, oom_log: Path, tmp_path: Path) -> None:
+    code, out, err = cli("triage", str(oom_log), "--out", str(tmp_path / "no" / "such" / "r.txt"))
+    assert code == 2 and out == ""
+    assert err.startswith("crashcart: error: cannot write ") and err.count("\n") == 1 and "--out" in err
+
+
+def test_triage_of_an_empty_file_says_so(cli, tmp_path: Path) -> None:
+    empty = tmp_path / "train.log"
+    empty.write_text("")
+    code, out, _ = cli("triage", str(empty))
+    assert code == 0 and "empty" in out and "1 file," in out and "file(s)" not in out
+    code, out, err = cli("triage", str(empty), "--format", "json")
+    assert code == 0 and json.loads(out)["diagnosis"]["failure_class"] == "unknown"
+    assert err.count("crashcart: note:") == 1 and "empty" in err
+
+
+def test_generate_is_a_real_command(cli, tmp_path: Path) -> None:
+    code, out, _ = cli("generate", "--help")
+    assert code == 0 and "--fault-node" in out and "--total-mb" in out
+    code, out, _ = cli("generate", str(tmp_path / "job"), "--nodes", "2", "--total-mb", "0.2", "--fault-node", "1")
+    assert code == 0, out
+    assert "expected: gpu_hardware on node01" in out
+    assert (tmp_path / "job" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "0"], "crashcart: error: --nodes: input should be greater than or equal to 1\n"),
+        (["--nodes", "2", "--fault-node", "5"], "crashcart: error: fault_node 5 is not a node of a 2-node job"),
+        (["--total-mb", "-1"], "crashcart: error: --total-mb: input should be greater than 0\n"),
+    ],
+)
+def test_generate_bad_input_is_one_clear_line(cli, tmp_path: Path, args: list[str], message: str) -> None:
+    code, out, err = cli("generate", str(tmp_path / "job"), *args)
+    assert code == 2 and out == ""
+    assert err.startswith(message) and err.count("\n") == 1 and "validation error" not in err
+
+
+def test_generate_scenario_names_are_the_generators() -> None:
+    from crashcart.cli_generate import SCENARIO_NAMES
+    from crashcart.evals.scenarios import SCENARIOS
+
+    assert tuple(sorted(SCENARIOS)) == SCENARIO_NAMES
