@@ -429,3 +429,14 @@ def test_dataparallel_device_ids_beyond_the_gpus_there_are_are_the_config(tmp_pa
         "AssertionError: Invalid device id",
     )
     assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.invalid_device_ordinal")
+
+
+def test_a_pbs_queue_refusing_the_requested_walltime_is_the_jobs_config(tmp_path: Path) -> None:
+    # E3SM-Project/E3SM#1473: CIME submitting to a queue whose max walltime is shorter than the request
+    report = triage_lines(
+        tmp_path,
+        "Submitting job script qsub    -q shared -l walltime=03:00:00 -A ACME case.test ",
+        "ERROR: Couldn't match jobid_pattern '^(\\S+)$' within submit output:",
+        " 'qsub: Job exceeds queue resource limits MSG=cannot satisfy queue max walltime requirement'",
+    )
+    assert (report.diagnosis.failure_class, cited(report)) == (CONFIG, "config.pbs_request")
