@@ -83,7 +83,7 @@ LlmOpt = Annotated[
 LlmUrlOpt = Annotated[
     str | None,
     typer.Option(
-        "--llm-base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server, Ollama): http://host:port/v1"
+        "--llm-base-url", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama), e.g. http://gpu-box:8000/v1"
     ),
 ]
 LlmTimeoutOpt = Annotated[
@@ -105,7 +105,8 @@ def triage(
     memory: Annotated[
         Path | None,
         typer.Option(
-            help="incident store to compare with (default: $CRASHCART_MEMORY or ~/.local/share/crashcart/incidents.db)"
+            help="incident store to compare with (default: $CRASHCART_MEMORY, else incidents.db in "
+            "~/.local/share/crashcart)"
         ),
     ] = None,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,
@@ -113,9 +114,13 @@ def triage(
     llm_base_url: LlmUrlOpt = None,
     llm_samples: Annotated[int, typer.Option(help="answers to sample; the class is their majority vote")] = 1,
     llm_budget: Annotated[int, typer.Option(help="token budget for the whole diagnosis")] = 20_000,
-    llm_always: Annotated[bool, typer.Option(help="consult the model even when the rules are sure")] = False,
+    llm_always: Annotated[
+        bool, typer.Option("--llm-always", help="consult the model even when the rules are sure")
+    ] = False,
     llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
-    redact_hosts: Annotated[bool, typer.Option(help="also pseudonymise node names and IPs sent to the model")] = False,
+    redact_hosts: Annotated[
+        bool, typer.Option("--redact-hosts", help="also pseudonymise node names and IPs sent to the model")
+    ] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="write the report here instead of stdout")] = None,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
@@ -194,7 +199,9 @@ def eval_(
     llm_base_url: LlmUrlOpt = None,
     llm_samples: Annotated[int, typer.Option(help="answers to sample per consulted case")] = 1,
     llm_timeout: LlmTimeoutOpt = TIMEOUT_S,
-    llm_always: Annotated[bool, typer.Option(help="with --llm: consult the model on every case")] = False,
+    llm_always: Annotated[
+        bool, typer.Option("--llm-always", help="with --llm: consult the model on every case")
+    ] = False,
     cases: Annotated[bool, typer.Option("--cases", help="with --format json: every case's prediction too")] = False,
     recurrence: Annotated[
         bool,

@@ -48,9 +48,8 @@ def batch(
         Path | None,
         typer.Option(
             "--results",
-            help="result store: a rerun skips jobs whose logs are "
-            "unchanged (default: $CRASHCART_BATCH_RESULTS or "
-            "~/.local/share/crashcart/batch.db)",
+            help="result store: a rerun skips jobs whose logs are unchanged (default: "
+            "$CRASHCART_BATCH_RESULTS, else batch.db in ~/.local/share/crashcart)",
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="triage every job again, changed or not")] = False,
@@ -66,8 +65,8 @@ def batch(
     memory: Annotated[
         Path | None,
         typer.Option(
-            help="incident store to consult (default: $CRASHCART_MEMORY or "
-            "~/.local/share/crashcart/incidents.db when it exists)"
+            help="incident store to consult (default: $CRASHCART_MEMORY, else incidents.db in "
+            "~/.local/share/crashcart, when it exists)"
         ),
     ] = None,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="do not consult incident memory")] = False,

@@ -292,6 +292,24 @@ def _expected_words(path: tuple[str, ...]) -> list[str]:
     return words
 
 
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_every_help_reads_cleanly(cli, monkeypatch, columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    paths = _command_paths()
+    assert ("cases", "show") in paths and ("generate",) in paths and ("batch",) in paths
+    for path in paths:
+        code, out, _ = cli(*path, "--help")
+        assert code == 0, path
+        assert max(map(len, out.splitlines())) <= int(columns), path
+        assert not TYPE_TAG.findall(out), (path, TYPE_TAG.findall(out))
+        if columns == "80":  # at 60 a path default longer than the help column is cut with an ellipsis
+            assert "…" not in out, (path, [line for line in out.splitlines() if "…" in line])
+        shown = set(out.translate(BOX).split())
+        fits = int(columns) // 4  # the help column's width at 60 columns; a longer word cannot but break
+        broken = [w for w in _expected_words(path) if w not in shown and len(w) <= fits]
+        assert not broken, (path, columns, broken)
+
+
 def test_dash_h_is_help_everywhere(cli) -> None:
     for path in [(), ("triage",), ("cases",), ("cases", "show"), ("batch",)]:
         code, out, _ = cli(*path, "-h")
