@@ -118,7 +118,7 @@ def test_sallocs_time_limit_is_the_time_limit_and_a_bare_revoke_only_a_symptom(t
     assert revoked.diagnosis.evidence[0].role.value == "symptom"
 
 
-def test_wall_clock_kills_reported_by_crab_on_htcondor_and_by_galaxy_are_the_time_limit(tmp_path: Path) -> None:
+def test_a_wall_clock_kill_reported_by_crab_on_htcondor_is_the_time_limit(tmp_path: Path) -> None:
     # dmwm/CRABServer#9366: CMS CRAB's PostJob after HTCondor killed a job at its maximum wall time
     crab = (
         "Mon, 27 Jul 2026 11:04:56 CEST(+0200):ERROR:RetryJob Not retrying job due to wall clock limit (job "
@@ -127,10 +127,3 @@ def test_wall_clock_kills_reported_by_crab_on_htcondor_and_by_galaxy_are_the_tim
     report = triage_lines(tmp_path, crab, "Jobs lasted 131.0 seconds (0:02:11) vs. 120 (0:02:00) MAX")
     assert report.diagnosis.failure_class is FailureClass.CANCELLED
     assert report.diagnosis.evidence[0].rule_id == "sched.time_limit"
-    # Galaxy's job info, as its training FAQ "Understanding walltime error messages" quotes it
-    galaxy = triage_lines(
-        tmp_path,
-        "This job was terminated because it ran longer than the maximum allowed job run time.",
-        "Please click the bug icon to report this problem if you need help.",
-    )
-    assert galaxy.diagnosis.failure_class is FailureClass.CANCELLED
