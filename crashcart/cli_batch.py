@@ -84,7 +84,7 @@ def batch(
 
     A job that cannot be triaged is reported and the batch goes on.
     """
-    from crashcart.batch.render import headline, to_csv, to_json, to_markdown, to_table
+    from crashcart.batch.render import drain_lines, headline, to_csv, to_json, to_markdown, to_table
     from crashcart.batch.results import ResultStore, default_results_path
     from crashcart.batch.runner import run_batch
     from crashcart.batch.summary import summarise
@@ -105,7 +105,7 @@ def batch(
         )
     summary = summarise(found, since=began, wall_s=time.perf_counter() - started)
     if fmt is BatchFormat.text:
-        _emit_table(to_table(summary), out)
+        _emit_table(to_table(summary, drains=False), out, drain_lines(summary))
     else:
         text = {
             BatchFormat.json: lambda: to_json(summary, found) + "\n",
@@ -195,12 +195,16 @@ def _emit(text: str, out: Path | None) -> None:
         raise InputError(f"cannot write {out}: {exc.strerror or exc}; fix --out") from exc
 
 
-def _emit_table(table, out: Path | None) -> None:
+def _emit_table(table, out: Path | None, plain: list[str] | None = None) -> None:
+    """The tables, then `plain` lines printed as they are (commands to copy: never wrapped at the width)."""
     if out is None:
         Console().print(table)
+        for line in plain:
+            print(line)
         return
     try:
         with out.open("w") as fh:
             Console(file=fh, width=160).print(table)
+            fh.write("".join(line + "\n" for line in plain or []))
     except OSError as exc:
         raise InputError(f"cannot write {out}: {exc.strerror or exc}; fix --out") from exc

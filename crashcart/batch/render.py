@@ -132,17 +132,29 @@ def _sections(s: BatchSummary, code: Callable[[str], str] = str) -> list[tuple[s
     ]
 
 
-def to_table(summary: BatchSummary) -> RenderableType:
-    """The summary as rich tables (empty sections left out)."""
+def to_table(summary: BatchSummary, drains: bool = True) -> RenderableType:
+    """The summary as rich tables (empty sections left out); the drain commands after them, unless the caller
+    prints drain_lines itself as plain text (the CLI: a console would still cut them at its width)."""
     parts: list[RenderableType] = [Text(headline(summary.totals), style="bold")]
     for title, columns, rows in _sections(summary):
         if not rows:
             continue
-        table = Table(*columns, title=title, title_justify="left", box=None, pad_edge=False)
+        drain = columns[-1] == "drain"  # the command goes after the tables whole, to copy; a cell would wrap it
+        table = Table(*columns[: -1 if drain else None], title=title, title_justify="left", box=None, pad_edge=False)
         for row in rows:
-            table.add_row(*(Text(printable(cell)) for cell in row))  # job ids, nodes, errors: never markup
+            cells = row[:-1] if drain else row
+            table.add_row(*(Text(printable(cell)) for cell in cells))  # job ids, nodes, errors: never markup
         parts += [Text(""), table]
+    if drains:
+        parts += [Text(line, no_wrap=True) for line in drain_lines(summary)]
     return Group(*parts)
+
+
+def drain_lines(summary: BatchSummary) -> list[str]:
+    """The drain commands, to print after the tables as plain lines: a table would wrap them, a copy breaks."""
+    if not summary.offenders:
+        return []
+    return ["", "drain them with:", *(printable(o.drain) for o in summary.offenders)]
 
 
 def _md_cell(text: str) -> str:

@@ -313,3 +313,26 @@ def _deepest_first(top: Path) -> list[Path]:
         for entry in folder.iterdir():
             (stack if entry.is_dir() and not entry.is_symlink() else out).append(entry)
     return out[::-1]
+
+
+def test_the_drain_command_prints_whole_at_60_columns() -> None:
+    """People copy the drain command from the terminal: outside the table, never wrapped, whatever the width."""
+    import importlib.util
+
+    from rich.console import Console
+
+    from crashcart.batch.render import drain_lines, to_table
+    from crashcart.batch.summary import summarise
+
+    spec = importlib.util.spec_from_file_location(
+        "batch_summary_cases", Path(__file__).with_name("test_batch_summary.py")
+    )
+    assert spec is not None and spec.loader is not None
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    summary = summarise(cases.RESULTS)
+    console = Console(width=60, record=True, color_system=None)
+    console.print(to_table(summary, drains=False))
+    assert "scontrol" not in console.export_text()  # not in a table, where it would wrap
+    assert drain_lines(summary)[-1] == summary.offenders[0].drain
+    assert len(summary.offenders[0].drain) > 60  # so this test means something at 60 columns
