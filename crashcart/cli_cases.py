@@ -9,9 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import Action, FailureClass
@@ -151,22 +148,13 @@ def list_(
         page = [inc.model_dump(mode="json") for inc in listed]
         sys.stdout.write(json.dumps({"incidents": page, "count": len(page), "total": store.count()}) + "\n")
         return
-    table = Table(box=None)
-    table.add_column("id", no_wrap=True, min_width=len(listed[0].id) if listed else None)  # copied whole
-    for name in ("class", "action", "job", "when", "by"):
-        table.add_column(name, overflow="fold")
-    for inc in listed:
+    for inc in listed:  # plain lines, not a table: a terminal soft-wraps them, and the id is never cut
         p = inc.provenance
-        table.add_row(
-            inc.id,
-            inc.failure_class.value,
-            inc.action.value,
-            Text(printable_name(p.job)),  # the job defaults to its paths: plain text, never markup
-            f"{p.created_at:%Y-%m-%d %H:%M}",
-            Text(printable(p.confirmed_by or p.source)),
+        who = printable(p.confirmed_by or p.source)
+        print(
+            f"{inc.id}  {inc.failure_class.value} -> {inc.action.value}  {p.created_at:%Y-%m-%d %H:%M}  "
+            f"by {who}  job {printable_name(p.job)}"
         )
-    if listed:
-        Console().print(table)
     print(f"{_counted(store.count())} in {store.path}")
 
 
@@ -203,23 +191,13 @@ def search(
     """The stored incidents most similar to a new job's logs."""
     from crashcart.agent.cases import search_paths
 
-    found = search_paths(_store(memory), paths, k)
-    table = Table(box=None)
-    table.add_column("similarity", no_wrap=True)
-    table.add_column("id", no_wrap=True, min_width=max((len(item.id) for item in found), default=2))
-    for name in ("class", "action", "job"):
-        table.add_column(name, overflow="fold")
-    table.add_column("resolution", min_width=30)  # prose: wrapped at words in a column wide enough to read
-    for item in found:
-        table.add_row(
-            f"{item.similarity:.2f}",
-            item.id,
-            item.failure_class.value,
-            item.action.value,
-            Text(printable_name(item.job)),
-            Text(printable(item.resolution or "")),
+    for item in search_paths(_store(memory), paths, k):  # plain lines: ids whole, resolutions not squeezed
+        print(
+            f"{item.similarity:.2f}  {item.id}  {item.failure_class.value} -> {item.action.value}  "
+            f"job {printable_name(item.job)}"
         )
-    Console().print(table)
+        if item.resolution:
+            print(f"      resolved: {printable(item.resolution)}")
 
 
 @cases_app.command("export")

@@ -208,3 +208,16 @@ def test_an_empty_store_lists_zero_incidents(cli, tmp_path: Path) -> None:
     assert (code, out) == (0, f"0 incidents in {db}\n")
     code, out, _ = cli("cases", "list", "--format", "json", "--memory", db)
     assert code == 0 and json.loads(out) == {"incidents": [], "count": 0, "total": 0}
+
+
+def test_list_and_search_keep_ids_whole_at_60_columns(cli, monkeypatch, tmp_path: Path) -> None:
+    """Ids are copied from `cases list` into `cases show`: a cut or wrapped id is useless, at any width."""
+    monkeypatch.setenv("COLUMNS", "60")
+    db = str(tmp_path / "mem.db")
+    resolution = "drained gpu-a17, reseated the InfiniBand cable and reran the job from its last checkpoint"
+    incident_id = _add(cli, tmp_path, db, "a.log", "--resolution", resolution, "--by", "alice").split()[1].rstrip(":")
+    code, out, _ = cli("cases", "list", "--memory", db)
+    assert code == 0 and incident_id in out.split() and "…" not in out
+    code, out, _ = cli("cases", "search", _log(tmp_path, "b.log", QUORUM.format(i=4, s=2301)), "--memory", db)
+    assert code == 0 and incident_id in out.split() and "…" not in out
+    assert "reseated" in out.split() and "checkpoint" in out.split()  # prose wraps at words, never mid-word
