@@ -199,7 +199,7 @@ def _emit_table(table, out: Path | None, plain: list[str] | None = None) -> None
     """The tables, then `plain` lines printed as they are (commands to copy: never wrapped at the width)."""
     if out is None:
         Console().print(table)
-        for line in plain:
+        for line in plain or []:
             print(line)
         return
     try:

@@ -336,3 +336,12 @@ def test_the_drain_command_prints_whole_at_60_columns() -> None:
     assert "scontrol" not in console.export_text()  # not in a table, where it would wrap
     assert drain_lines(summary)[-1] == summary.offenders[0].drain
     assert len(summary.offenders[0].drain) > 60  # so this test means something at 60 columns
+
+
+def test_the_headline_counts_in_the_right_number() -> None:
+    from crashcart.batch.render import headline
+    from crashcart.batch.summary import Totals
+
+    fields = {name: 0 for name in Totals.model_fields} | {"jobs": 1, "errors": 1}
+    line = headline(Totals.model_validate(fields))
+    assert line.startswith("1 job: 0 triaged, 1 error, ") and "1 errors" not in line
