@@ -23,7 +23,7 @@ STATUSES = ("pending", "confirmed", "rejected", "retired")
 
 StoreOpt = Annotated[
     Path | None,
-    typer.Option("--store", help="rule store (default: $CRASHCART_RULES or ~/.local/share/crashcart/rules.db)"),
+    typer.Option("--rules", "--store", help="rule store (default: $CRASHCART_RULES, else the data folder)"),
 ]
 
 

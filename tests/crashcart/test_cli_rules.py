@@ -157,3 +157,16 @@ def test_decisions_without_by_record_the_os_user(cli, monkeypatch, tmp_path: Pat
 
 def _no_login() -> str:
     raise OSError("No username set in the environment")
+
+
+def test_the_rule_store_is_named_rules_as_in_batch_and_store_still_works(cli, tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text(QUORUM.format(**FIRST))
+    elsewhere = tmp_path / "other-rules.db"
+    code, out, _ = cli(
+        "rules", "propose", str(log), "--class", "node_failure", "--line", "2", "--rules", str(elsewhere)
+    )
+    assert code == 0 and elsewhere.exists()
+    proposal_id = out.split()[1].rstrip(":")
+    assert proposal_id in cli("rules", "pending", "--store", str(elsewhere))[1]  # the old name, kept as an alias
+    assert proposal_id not in "".join(cli("rules", "pending")[1:])  # the default store was not touched
