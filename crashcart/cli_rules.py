@@ -20,6 +20,7 @@ rules_app = typer.Typer(
     no_args_is_help=True,
 )
 STATUSES = ("pending", "confirmed", "rejected", "retired")
+CLASSES = ", ".join(c.value for c in FailureClass)  # listed in help: a Choice metavar would wrap mid-word
 
 StoreOpt = Annotated[
     Path | None,
@@ -168,7 +169,9 @@ def retire(
 @rules_app.command("propose")
 def propose(
     paths: list[str],
-    failure_class: Annotated[FailureClass, typer.Option("--class", help="the confirmed class of this failure")],
+    failure_class: Annotated[
+        FailureClass, typer.Option("--class", metavar="CLASS", help=f"the confirmed class of this failure: {CLASSES}")
+    ],
     line: Annotated[
         int | None,
         typer.Option(help="the evidence line number to derive from (default: the diagnosis' first evidence line)"),
