@@ -65,7 +65,10 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     each distinct exception keeps its first event before repeats on other ranks fill the cap."""
     groups: dict[tuple[str, str, str | None, int | None], list[TracebackVerdict]] = {}
     for scan in scans:
+        hit_lines = {hit.ref.line for hit in scan.hits}
         for tb in scan.tracebacks:
+            if _read_by_a_signature(tb, hit_lines):
+                continue
             verdict = judge(tb)
             key = (verdict.rule_id, mask(verdict.ref.text[:300]), verdict.ref.node, verdict.ref.rank)
             groups.setdefault(key, []).append(verdict)
@@ -75,6 +78,13 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     leaders = set(firsts.values())
     order = list(firsts.values()) + [key for key in groups if key not in leaders]
     return [_event(groups[key]) for key in order[:MAX_EVENTS]]
+
+
+def _read_by_a_signature(tb: Traceback, hit_lines: set[int]) -> bool:
+    """An exception line alone (no frames: parsers/headless.py) that a signature matched: the signature's reading
+    of it, root cause or symptom, is all there is; the type alone must not outrank it."""
+    frameless = tb.kind == "python" and bool(tb.chain) and not tb.unfinished and not any(e.frames for e in tb.chain)
+    return frameless and all(exc.ref.line in hit_lines for exc in tb.chain)
 
 
 def _event(verdicts: list[TracebackVerdict]) -> FailureEvent:

@@ -12,7 +12,11 @@ HEADLESS_LINES lines, before any header. The shapes such a head takes:
 - the tail of an earlier exception and "During handling of the above exception ..." above the frames, whose
   header was cut too: a later part of a chain. Its frames are a traceback even where the excerpt ends before
   their exception line; the earlier exception's line joins the chain when its type was kept;
-- frames a tool listed innermost first, put back in Python's order (frames.in_call_order).
+- frames a tool listed innermost first, put back in Python's order (frames.in_call_order);
+- no frames at all, only the exception line (`huggingface_hub.utils._validators.HFValidationError: Repo id ...`,
+  `RuntimeError: Unable to find ...`): what a pasted excerpt or a `tail -n 1` keeps. A line is taken as one only
+  when its type is an exception class's name (`...Error`, `...Exception`) and the head holds no frame and no
+  header: a frameless record that the traceback rules classify by type and message.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ _LEAD_LINES = 4  # lines of an earlier exception's message above a chain separat
 _IPYTHON_LOOKAHEAD = 12  # numbered source lines IPython prints around a failing line (its context is 5 or so)
 _RAY = re.compile(r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ")  # as parsers/attribution.py reads it
 _FRAME = re.compile(r'\s*(?:> )?File "[^"\n]+", line \d+(?:, in .+)?$')
+_LONE_TYPE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)")
 
 
 class Start(NamedTuple):
@@ -80,7 +85,25 @@ def headless_starts(lines: Sequence[str]) -> list[Start]:
         starts.append(Start(i, len(prefix), _chain_lead(lines, i, prefix)))
         if len(starts) >= MAX_PRINTERS:
             break
-    return starts
+    return starts or _lone_exception(lines)
+
+
+def _lone_exception(lines: Sequence[str]) -> list[Start]:
+    """The first exception line of a head with no frame and no header (see the module docstring): above a header,
+    such a line is an earlier part of that header's chain (chain_head), or a message of its own."""
+    head = lines[:HEADLESS_LINES]
+    if any(has_header(line) for line in head):
+        return []
+    for i, line in enumerate(head):
+        prefix = printer_prefix(line)
+        if _is_lone_exception(line[len(prefix) :]):
+            return [Start(i, len(prefix))]
+    return []
+
+
+def _is_lone_exception(body: str) -> bool:
+    found = exception_line(body)
+    return found is not None and _LONE_TYPE.fullmatch(found.exc_type) is not None and not RECORD_START.match(body)
 
 
 def chain_head(lines: Sequence[str]) -> tuple[int, int] | None:
@@ -173,7 +196,12 @@ def read_headless(
     kind: Literal["python", "rich"] = "rich" if is_box_line(view.lines[0].body) else "python"
     earlier, relation = earlier_link(lead, first_line, make_ref, window[0][:prefix].rstrip())
     unfinished: list[Frame] = []
-    if kind == "python":
+    if kind == "python" and _is_lone_exception(view.lines[0].body):
+        found = exception_line(view.lines[0].body)
+        cur.pos = 1
+        assert found is not None  # _is_lone_exception read it
+        links = finish_exception(cur, refs, view.lines[0], found, [], relation).chain
+    elif kind == "python":
         ipython = not _FRAME.match(view.lines[0].body)
         frames = read_ipython_frames(cur) if ipython else in_call_order(read_frames(cur))
         found = find_exception_line(cur) if frames else None

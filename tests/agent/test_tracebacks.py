@@ -4,10 +4,13 @@ the verdicts score beside signatures in diagnose. Each judgement itself is teste
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from traceback_records import traceback_from
 
 from crashcart.agent.diagnose import diagnose
 from crashcart.agent.events import FailureEvent
+from crashcart.agent.pipeline import triage
 from crashcart.agent.tracebacks import MAX_EVENTS, judge, role_of, traceback_events
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role
@@ -211,3 +214,24 @@ requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://h
 """)  # noqa: E501
     )
     assert (verdict.rule_id, role_of(verdict)) == ("traceback.library_exception", Role.SYMPTOM)
+
+
+def _lone(tmp_path: Path, line: str) -> FailureClass:
+    log = tmp_path / "excerpt.log"
+    log.write_text(line + "\n")
+    return triage(log).diagnosis.failure_class
+
+
+def test_an_exception_line_alone_is_judged_by_its_type_and_message(tmp_path: Path) -> None:
+    # hpcaitech/Open-Sora#146: a local model path that does not exist, read as a Hub repo id
+    line = (
+        "huggingface_hub.utils._validators.HFValidationError: Repo id must be in the form 'repo_name' or"
+        " 'namespace/repo_name': './pretrained_models/t5_ckpts/t5-v1_1-xxl'. Use `repo_type` argument if needed."
+    )
+    assert _lone(tmp_path, line) is FailureClass.CONFIG_ERROR
+
+
+def test_an_exception_line_alone_that_a_signature_reads_is_left_to_it(tmp_path: Path) -> None:
+    # tensorflow/tensorflow#45901: the signature calls it a CUDA fault (a symptom); the type alone says nothing more
+    line = "tensorflow.python.framework.errors_impl.InternalError: GPU sync failed"
+    assert _lone(tmp_path, line) is FailureClass.CUDA_ERROR

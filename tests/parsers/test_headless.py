@@ -253,7 +253,10 @@ def test_an_ipython_traceback_cut_inside_a_frames_source_is_read_from_there() ->
 def test_numbered_lines_with_no_arrow_among_them_are_no_ipython_frame() -> None:
     # the same excerpt without its failing line: a numbered listing is not enough
     listing = IPYTHON_CUT[:2] + IPYTHON_CUT[3:]
-    assert headless_starts(listing) == []
+    [start] = headless_starts(listing)  # only the exception line, read alone: the listing gives no frame
+    assert listing[start.at].startswith("EOFError")
+    record, _ = read_headless(listing[start.at :], start.at + 1, make_ref)
+    assert record is not None and [e.frames for e in record.chain] == [[]]
 
 
 # Visual-AI/3DRS#7: a paste that lost its indentation (frames and sources flush left, no blank lines around the
@@ -304,3 +307,29 @@ def test_a_flush_left_exception_line_under_a_flush_left_frame_is_no_source() -> 
     assert record is not None
     (exc,) = record.chain
     assert exc.frames[0].source is None and exc.exc_type == "RuntimeError"
+
+
+# hpcaitech/Open-Sora#146: the excerpt is the exception line alone, under a line of the reporter's prose
+LONE_EXCEPTION = [
+    "After the model starts training for a while, an error is reported:",
+    "huggingface_hub.utils._validators.HFValidationError: Repo id must be in the form 'repo_name' or"
+    " 'namespace/repo_name': './pretrained_models/t5_ckpts/t5-v1_1-xxl'. Use `repo_type` argument if needed.",
+]
+
+
+def test_an_exception_line_with_no_frames_is_a_frameless_traceback() -> None:
+    [start] = headless_starts(LONE_EXCEPTION)
+    assert start.at == 1
+    record, _ = read_headless(LONE_EXCEPTION[1:], 2, make_ref)
+    assert record is not None
+    (exc,) = record.chain
+    assert (exc.exc_type, exc.ref.line, exc.frames) == ("huggingface_hub.utils._validators.HFValidationError", 2, [])
+
+
+def test_a_line_that_only_looks_typed_is_no_exception() -> None:
+    # `Name: text` lines that no exception printed, from knowledge/healthy's Megatron and Slurm logs
+    head = [
+        "WARNING: could not find the metadata file /ckpt/gpt-13b/latest_checkpointed_iteration.txt",
+        "Epilog: GPU ECC errors since prolog: 0 volatile, 0 aggregate",
+    ]
+    assert headless_starts(head) == []
