@@ -296,7 +296,8 @@ def _generate(args: argparse.Namespace, where: Path) -> int:
     cmd = [
         sys.executable,
         "-m",
-        "crashcart.evals.generator",
+        "crashcart.cli",
+        "generate",
         str(where),
         "--nodes",
         str(args.nodes),

@@ -144,8 +144,9 @@ def triage(
     report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings, llm_options=options)
     for warning in report.warnings:
         print(f"crashcart: warning: {printable(warning)}", file=sys.stderr)
-    if fmt is Format.json and empty_note(report):  # the text and Markdown reports carry it themselves
-        print(f"crashcart: note: {empty_note(report)}", file=sys.stderr)
+    note = empty_note(report)
+    if fmt is Format.json and note:  # the text and Markdown reports carry it themselves
+        print(f"crashcart: note: {note}", file=sys.stderr)
     if fmt is Format.json:
         write_out(to_json(report) + "\n", out)
     elif fmt is Format.md:

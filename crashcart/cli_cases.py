@@ -10,9 +10,10 @@ from typing import Annotated
 
 import typer
 
+from crashcart.cli_help import CLASSES
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.printable import printable, printable_name
+from crashcart.printable import counted, printable, printable_name
 
 cases_app = typer.Typer(
     help="Incident memory: confirmed past failures, found again by similarity.", no_args_is_help=True
@@ -48,7 +49,6 @@ def _store(path: Path | None, create: bool = False):
 
 
 SHOWN_CANDIDATES = 10
-CLASSES = ", ".join(c.value for c in FailureClass)  # listed in help: a Choice metavar would wrap mid-word
 
 
 def resolve_id(store, given: str) -> str:
@@ -66,10 +66,6 @@ def resolve_id(store, given: str) -> str:
             "give more of the id"
         )
     return found[0]
-
-
-def _counted(n: int) -> str:
-    return f"{n} incident" if n == 1 else f"{n} incidents"
 
 
 @cases_app.command("add")
@@ -97,7 +93,7 @@ def add(
         added = add_from_evalset(store, labels)
         new = store.count() - before
         again = f" ({len(added) - new} already stored)" if new < len(added) else ""
-        print(f"added {_counted(new)} from {labels / 'labels.jsonl'}{again}")
+        print(f"added {counted(new, 'incident')} from {labels / 'labels.jsonl'}{again}")
         return
     if not paths:
         raise InputError("give the job's log paths, or --labels DIR for a labeled set")
@@ -155,7 +151,7 @@ def list_(
             f"{inc.id}  {inc.failure_class.value} -> {inc.action.value}  {p.created_at:%Y-%m-%d %H:%M}  "
             f"by {who}  job {printable_name(p.job)}"
         )
-    print(f"{_counted(store.count())} in {store.path}")
+    print(f"{counted(store.count(), 'incident')} in {store.path}")
 
 
 @cases_app.command("show")
@@ -225,4 +221,4 @@ def import_(src: Annotated[Path, typer.Argument(help="JSONL from `cases export`"
         fh.seek(0)
         n = _store(memory, create=True).import_jsonl(fh)
     again = f" ({records - n} already stored)" if n < records else ""
-    print(f"imported {_counted(n)} from {src}{again}")
+    print(f"imported {counted(n, 'incident')} from {src}{again}")

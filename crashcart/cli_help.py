@@ -12,6 +12,10 @@ from typing import Any
 
 from typer.core import TyperArgument, TyperOption
 
+from crashcart.knowledge.taxonomy import FailureClass
+
+# The failure classes, for a --class option's help text: as a Choice metavar they would wrap mid-word.
+CLASSES = ", ".join(c.value for c in FailureClass)
 SHORT_CHOICES = 16  # a choice whose values fit in this many characters lists them in the type column
 _NAMES = {"int": "INTEGER", "float": "FLOAT", "str": "TEXT", "bool": None}
 

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from crashcart.cli_help import CLASSES
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.printable import printable, printable_name
@@ -20,7 +21,6 @@ rules_app = typer.Typer(
     no_args_is_help=True,
 )
 STATUSES = ("pending", "confirmed", "rejected", "retired")
-CLASSES = ", ".join(c.value for c in FailureClass)  # listed in help: a Choice metavar would wrap mid-word
 
 StoreOpt = Annotated[
     Path | None,

@@ -8,6 +8,7 @@ dropped from log text, since they only style it; every other control character i
 it must be found again as it is. Markdown gets the same treatment: it is printed to a terminal too, and a raw
 ESC in a chat message is unreadable. JSON needs none: it escapes them itself.
 Hand-written: the ANSI strippers on PyPI drop colour codes but leave the other controls in.
+Counts shown to people are here too (`counted`): every face module prints them, and this one loads light.
 """
 
 from __future__ import annotations
@@ -44,3 +45,8 @@ def printable(text: str, *, newlines: bool = False) -> str:
 def printable_name(name: str) -> str:
     """A file name (or a message naming one) with every control character escaped, colour codes too."""
     return name if name.isprintable() else _UNSAFE_NAME.sub(_visible, name)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 file`, `2 files`, `1,204 lines`: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

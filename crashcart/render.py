@@ -12,15 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from crashcart.agent.report import Report
-from crashcart.printable import printable, printable_name
+from crashcart.printable import counted, printable, printable_name
 
 _CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
 MAX_SKIPPED = 10  # skipped files listed one a line; past this many, a count (the JSON lists them all)
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """`1 file`, `2 files`, `1,204 lines`: a count with its noun in the right number."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def empty_note(report: Report) -> str | None:

@@ -6,19 +6,17 @@ launch preambles, Megatron iteration lines with timers, checkpoints, validation 
 scenario's root cause on the faulty node, the symptoms on the others minutes later, and each launcher's
 teardown; plus OUT/manifest.json with the expected diagnosis (outside logs/, so a triage never reads it).
 
-    python -m crashcart.evals.generator OUT --nodes 16 --total-mb 1024 --scenario xid79 --fault-node 7 --seed 1
+    crashcart generate OUT --nodes 16 --total-mb 1024 --scenario xid79 --fault-node 7 --seed 1
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
 import os
 import random
 import shutil
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
@@ -30,7 +28,7 @@ from pydantic import Field, model_validator
 
 from crashcart.evals.logends import Event, events_text, head_events, tail_events
 from crashcart.evals.logtext import BLOCK, FilePlan, JobPlan, body_chunks
-from crashcart.evals.scenarios import SCENARIOS, Scenario, scenario_from_case
+from crashcart.evals.scenarios import SCENARIOS, Scenario
 from crashcart.knowledge.records import Strict
 from crashcart.knowledge.taxonomy import FailureClass
 
@@ -338,64 +336,3 @@ def _manifest(
     )
     (out_dir / MANIFEST).write_text(job.model_dump_json(indent=2) + "\n")
     return job
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m crashcart.evals.generator", description=__doc__.split("\n")[0])
-    p.add_argument("out", type=Path, help="folder to write (new or empty)")
-    p.add_argument("--nodes", type=int, default=4)
-    p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--total-mb", type=float, default=64.0, help="approximate uncompressed size of all files")
-    p.add_argument("--scenario", default="xid79", choices=sorted(SCENARIOS))
-    p.add_argument("--case", type=Path, help="inject this real log file as the root cause instead")
-    p.add_argument("--case-class", help="failure class of --case (a taxonomy id)")
-    p.add_argument("--fault-node", type=int, default=0)
-    p.add_argument("--fail-at", type=float, default=0.8, help="fraction of the planned run where it fails")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--layout", default="per_node", choices=["per_node", "per_rank", "slurm"])
-    p.add_argument("--no-torchrun-prefix", action="store_true")
-    p.add_argument("--no-kernel-log", action="store_true")
-    p.add_argument("--compression", default="none", choices=["none", "gzip", "zstd"])
-    p.add_argument("--hostname", default="node{:02d}", help="host name pattern, formatted with the node index")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI: generate one job and print where it went and how fast."""
-    args = _parser().parse_args(argv)
-    scenario: str | Scenario = args.scenario
-    if args.case is not None:
-        scenario = scenario_from_case(args.case, args.case_class or FailureClass.UNKNOWN)
-    try:
-        spec = JobSpec(
-            nodes=args.nodes,
-            gpus_per_node=args.gpus_per_node,
-            total_mb=args.total_mb,
-            scenario=scenario,
-            fault_node=args.fault_node,
-            fail_at_fraction=args.fail_at,
-            seed=args.seed,
-            layout=args.layout,
-            torchrun_prefix=not args.no_torchrun_prefix,
-            kernel_log=not args.no_kernel_log,
-            compression=args.compression,
-            hostname=args.hostname,
-        )
-        job = generate_job(args.out, spec, workers=args.workers)
-    except (ValueError, FileExistsError) as exc:  # a bad spec or a non-empty folder: one line that names it
-        print(f"generate: error: {exc}", file=sys.stderr)
-        return 2
-    mb = job.uncompressed_bytes / 1e6
-    print(
-        f"wrote {len(job.files)} files, {mb:.1f} MB of log text ({job.total_bytes / 1e6:.1f} MB on disk) to"
-        f" {args.out} in {job.seconds:.1f}s ({mb / max(job.seconds, 1e-9):.0f} MB/s)"
-    )
-    cls = job.failure_class.value if job.failure_class else "none (healthy)"
-    print(f"expected: {cls} on {job.faulty_node or '-'}; manifest: {Path(args.out) / MANIFEST}")
-    print(f"triage it with: crashcart triage {Path(args.out) / LOGS}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -13,8 +13,7 @@ from rich.text import Text
 from crashcart.batch.models import BatchResult
 from crashcart.batch.summary import BatchSummary, Totals, decider
 from crashcart.knowledge.records import Strict
-from crashcart.printable import printable, printable_name
-from crashcart.render import counted
+from crashcart.printable import counted, printable, printable_name
 
 CSV_COLUMNS = [
     "job_id",

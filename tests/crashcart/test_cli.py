@@ -354,9 +354,12 @@ def test_triage_of_an_empty_file_says_so(cli, tmp_path: Path) -> None:
 def test_generate_is_a_real_command(cli, tmp_path: Path) -> None:
     code, out, _ = cli("generate", "--help")
     assert code == 0 and "--fault-node" in out and "--total-mb" in out
-    code, out, _ = cli("generate", str(tmp_path / "job"), "--nodes", "2", "--total-mb", "0.2", "--fault-node", "1")
+    code, out, _ = cli(
+        "generate", str(tmp_path / "job"), "--nodes", "2", "--total-mb", "0.2", "--fault-node", "1", "--layout", "slurm"
+    )
     assert code == 0, out
     assert "expected: gpu_hardware on node01" in out
+    assert f"crashcart triage {tmp_path / 'job' / 'logs'}" in out
     assert (tmp_path / "job" / "manifest.json").is_file()
 
 

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 from pydantic import ValidationError
 
-from crashcart.evals.generator import LOGS, MANIFEST, JobSpec, generate_job, main
+from crashcart.evals.generator import LOGS, MANIFEST, JobSpec, generate_job
 from crashcart.evals.scenarios import SCENARIOS, Scenario, scenario_from_case
 from crashcart.knowledge.taxonomy import FailureClass
 
@@ -223,30 +223,3 @@ def test_refuses_a_foreign_folder_but_regenerates_its_own(tmp_path: Path) -> Non
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="not empty"):
         generate_job(tmp_path / "other", JobSpec(nodes=1, total_mb=0.1))
-
-
-def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                str(tmp_path / "j"),
-                "--nodes",
-                "2",
-                "--total-mb",
-                "0.5",
-                "--scenario",
-                "ecc",
-                "--fault-node",
-                "1",
-                "--layout",
-                "slurm",
-                "--seed",
-                "3",
-            ]
-        )
-        == 0
-    )
-    printed = capsys.readouterr().out
-    assert "expected: gpu_hardware on node01" in printed and f"crashcart triage {tmp_path / 'j' / LOGS}" in printed
-    assert main([str(tmp_path / "k"), "--nodes", "2", "--fault-node", "2"]) == 2
-    assert "fault_node 2 is not a node" in capsys.readouterr().err
