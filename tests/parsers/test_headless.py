@@ -309,7 +309,8 @@ def test_a_flush_left_exception_line_under_a_flush_left_frame_is_no_source() -> 
     assert exc.frames[0].source is None and exc.exc_type == "RuntimeError"
 
 
-# hpcaitech/Open-Sora#146: the excerpt is the exception line alone, under a line of the reporter's prose
+# hpcaitech/Open-Sora#146 pasted the exception line alone; above it, a line of prose as open-mmlab/mmsegmentation#2085
+# opens its excerpt
 LONE_EXCEPTION = [
     "After the model starts training for a while, an error is reported:",
     "huggingface_hub.utils._validators.HFValidationError: Repo id must be in the form 'repo_name' or"
