@@ -23,10 +23,8 @@ from crashcart.parsers.models import FileScan
 from crashcart.parsers.sources import Source
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
     from crashcart.agent.llm_agent import LLMOutcome
-    from crashcart.agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import ChatModel, LLMSettings
 
 CONSULT_BELOW = 0.7  # rules+memory confidence under which the model is asked: on the corpus dev half, verdicts
 # below it were wrong 1 time in 9 (0.6-0.7) or more, those above it 1-3 in 100
@@ -58,7 +56,7 @@ def consult(
     *,
     settings: LLMSettings,
     options: LLMOptions,
-    chat_model: BaseChatModel | None = None,
+    chat_model: ChatModel | None = None,
     rule_store: RuleStore | None = None,
     job: str = "",
     sources: Sequence[Source] = (),

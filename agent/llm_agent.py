@@ -16,14 +16,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable
 
 from crashcart import prompts
 from crashcart.agent.llm_answer import MAX_REPLY_CHARS, AnswerError, LLMAnswer, answer_schema, check_size, parse_answer
 from crashcart.agent.llm_context import Context
 from crashcart.agent.llm_provider import (
+    ChatModel,
     Deadline,
     LLMCallError,
     LLMSettings,
@@ -79,12 +78,13 @@ def _count_attempt(usage: LLMUsage) -> None:
     usage.calls += 1  # every HTTP attempt, retried or failed, is a call
 
 
-def _with_tools(model: BaseChatModel, logs: JobLogs | None) -> Runnable[Any, Any]:
+def _with_tools(model: ChatModel, logs: JobLogs | None) -> ChatModel:
     """The model with the log tools bound, or as it is where its provider has no tool calling."""
-    if logs is None:
+    bind = getattr(model, "bind_tools", None)
+    if logs is None or bind is None:
         return model
     try:
-        return model.bind_tools(logs.tools(), strict=True)
+        return bind(logs.schemas(), strict=True)
     except NotImplementedError:
         return model
 
@@ -100,7 +100,7 @@ def _run_tool(logs: JobLogs, call: dict[str, Any]) -> str:
 
 
 def _ask(
-    model: Runnable[Any, Any],
+    model: ChatModel,
     settings: LLMSettings,
     messages: list[BaseMessage],
     logs: JobLogs | None,
@@ -132,7 +132,7 @@ def _ask(
 
 
 def _one_sample(
-    model: Runnable[Any, Any],
+    model: ChatModel,
     settings: LLMSettings,
     base: list[BaseMessage],
     context: Context,
@@ -173,7 +173,7 @@ def _one_sample(
 
 
 def llm_diagnose(
-    model: BaseChatModel,
+    model: ChatModel,
     settings: LLMSettings,
     context: Context,
     rules: Diagnosis,

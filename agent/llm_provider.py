@@ -8,7 +8,9 @@ A model is named by a spec, `provider:model`:
     vllm:NAME / llamacpp:NAME        OpenAI-compatible, base_url required
     anthropic:claude-..., ...        anything else goes to langchain's init_chat_model (integration package needed)
 
-There is one retry policy, ours (`invoke_with_retry`): the SDK's own retries are switched off so a rate limit
+OpenAI-compatible endpoints are spoken to by `openai_compat.OpenAICompatibleChat` (its docstring says why not
+through the openai SDK); other providers are langchain chat models.
+There is one retry policy, ours (`invoke_with_retry`): the SDKs' own retries are switched off so a rate limit
 is not retried 3 x 5 times behind our back, and so tests can drive every delay through an injected `sleep`.
 A `Deadline` bounds a whole diagnosis (every sample, attempt and backoff sleep): httpx has no total timeout, and
 a server that trickles a byte now and then resets its read timeout forever, so a call is waited for in a thread
@@ -29,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import Field
@@ -38,12 +40,13 @@ from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.records import Strict
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.messages.ai import UsageMetadata
-    from langchain_core.runnables import Runnable
+
+    from crashcart.agent.openai_compat import OpenAICompatibleChat
 
 OPENAI_COMPATIBLE = ("openai", "ollama", "vllm", "llamacpp")
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 LOCAL_ONLY_ENV = "CRASHCART_LOCAL_MODELS_ONLY"
@@ -95,6 +98,15 @@ class LLMSettings(Strict):
         return cls(**values)
 
 
+class ChatModel(Protocol):
+    """What the agent loop asks of a model: langchain's chat models and OpenAICompatibleChat are both one.
+
+    `bind_tools`, where a model has it, is looked up, not required: not every langchain provider calls tools.
+    """
+
+    def invoke(self, input: Any, /) -> Any: ...
+
+
 class ModelSpec(Strict):
     """A parsed `provider:model` spec; the model part may itself contain colons (ollama tags)."""
 
@@ -137,7 +149,7 @@ def parse_spec(spec: str) -> ModelSpec:
 # -- building a model ------------------------------------------------------------------------------------------
 
 
-def make_chat_model(settings: LLMSettings) -> BaseChatModel:
+def make_chat_model(settings: LLMSettings) -> ChatModel:
     """Build the chat model a spec names, with our timeout and no SDK retries. See the module docstring."""
     spec = parse_spec(settings.model)
     if spec.provider in OPENAI_COMPATIBLE:
@@ -163,7 +175,7 @@ def _guard(endpoint: str | None, spec: str) -> None:
         )
 
 
-def _openai_compatible(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
+def _openai_compatible(spec: ModelSpec, settings: LLMSettings) -> OpenAICompatibleChat:
     base_url = settings.base_url or (OLLAMA_BASE_URL if spec.provider == "ollama" else None)
     if base_url is None and spec.provider in ("vllm", "llamacpp"):
         raise InputError(
@@ -176,39 +188,35 @@ def _openai_compatible(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
             f"openai:{spec.name} needs an API key: set {settings.api_key_env} (or point "
             "CRASHCART_LLM_BASE_URL at an OpenAI-compatible server)"
         )
-    _guard(base_url or "https://api.openai.com/v1", settings.model)
-    try:
-        from langchain_openai import ChatOpenAI
-    except ImportError as exc:
-        raise InputError(f"{settings.model} needs langchain-openai: pip install 'crashcart[llm]'") from exc
+    endpoint = base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_BASE_URL
+    _guard(endpoint, settings.model)
+    from crashcart.agent.openai_compat import OpenAICompatibleChat  # httpx and messages: only when a model is asked
 
-    extra: dict[str, Any] = {}
-    if base_url is not None:
-        # ChatOpenAI sends only max_completion_tokens; older vLLM, llama.cpp and Ollama read max_tokens.
-        # The Responses API is OpenAI's own: compatible servers speak chat completions only.
-        extra = {"extra_body": {"max_tokens": settings.max_output_tokens}, "use_responses_api": False}
-    model = ChatOpenAI(
+    return OpenAICompatibleChat(
         model=spec.name,
-        base_url=base_url,
+        base_url=endpoint,
         api_key=key or "not-needed",
-        timeout=settings.timeout_s,
-        max_retries=0,
+        timeout_s=settings.timeout_s,
         temperature=settings.temperature,
         max_tokens=settings.max_output_tokens,
-        model_kwargs={"response_format": {"type": "json_object"}} if settings.json_mode else {},
-        **extra,
+        json_mode=settings.json_mode,
+        send_max_tokens=base_url is not None,
+        headers=_openai_headers() if endpoint == OPENAI_BASE_URL else None,
     )
-    # The SDK may still have been redirected (OPENAI_BASE_URL, a LangSmith gateway): check where it points.
-    _guard(str(model.root_client.base_url), settings.model)
-    return model
 
 
-def _other_provider(spec: ModelSpec, settings: LLMSettings) -> BaseChatModel:
+def _openai_headers() -> dict[str, str]:
+    """OpenAI's organisation and project headers, from the variables its SDK reads."""
+    pairs = (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project"))
+    return {header: os.environ[env].strip() for env, header in pairs if os.environ.get(env, "").strip()}
+
+
+def _other_provider(spec: ModelSpec, settings: LLMSettings) -> ChatModel:
     try:
         from langchain.chat_models import base as chat_base
         from langchain.chat_models import init_chat_model
     except ImportError as exc:
-        raise InputError(f"{settings.model} needs langchain: pip install 'crashcart[llm]'") from exc
+        raise InputError(f"{settings.model} needs langchain: pip install langchain") from exc
 
     providers: dict[str, tuple[str, ...]] = getattr(chat_base, "_BUILTIN_PROVIDERS", {})
     if providers and spec.provider not in providers:
@@ -261,7 +269,7 @@ class DeadlineExceeded(TimeoutError):
     """The diagnosis's deadline passed while a call was still waiting for its reply."""
 
 
-def _invoke_within(model: Runnable[Any, Any], messages: list[BaseMessage], seconds: float) -> Any:
+def _invoke_within(model: ChatModel, messages: list[BaseMessage], seconds: float) -> Any:
     """`model.invoke(messages)` in a daemon thread, waited for at most `seconds`, then abandoned.
 
     Waiting is the only bound a trickling server cannot defeat. The abandoned thread ends when its connection
@@ -289,7 +297,7 @@ def _invoke_within(model: Runnable[Any, Any], messages: list[BaseMessage], secon
 
 
 def invoke_with_retry(
-    model: Runnable[Any, Any],
+    model: ChatModel,
     messages: Sequence[BaseMessage],
     settings: LLMSettings,
     *,

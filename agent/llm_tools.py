@@ -8,10 +8,14 @@ only when a tool asks (streamed, never loaded whole); standard input cannot be r
 
 from __future__ import annotations
 
+import inspect
 import time
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import pydantic
 import re2
 
 from crashcart.agent.llm_context import LINE_CHARS, Context
@@ -101,6 +105,32 @@ class JobLogs:
 
     def tools(self) -> list[Callable[..., str]]:
         return [self.search_logs, self.open_window, self.list_templates, self.progress_timeline]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools as OpenAI-format function schemas, which every langchain chat model's bind_tools takes too."""
+        return [tool_schema(tool) for tool in self.tools()]
+
+
+def tool_schema(tool: Callable[..., str]) -> dict[str, Any]:
+    """An OpenAI function schema from a method's signature and docstring, as OpenAI's strict mode wants it:
+    every parameter listed as required (optional ones are nullable and keep their default), nothing else allowed.
+
+    Built with pydantic, not langchain's convert_to_openai_tool: that one imports langchain-core's tool and
+    tracer stack (half a second) to read four signatures.
+    """
+    hints = typing.get_type_hints(tool)
+    fields: dict[str, Any] = {
+        name: (hints[name], ... if p.default is inspect.Parameter.empty else p.default)
+        for name, p in inspect.signature(tool).parameters.items()
+    }
+    args: type[pydantic.BaseModel] = pydantic.create_model(tool.__name__, **fields)
+    shape: dict[str, Any] = args.model_json_schema()
+    shape.pop("title", None)
+    for prop in shape["properties"].values():
+        prop.pop("title", None)
+    parameters = {**shape, "required": list(shape["properties"]), "additionalProperties": False}
+    function = {"name": tool.__name__, "description": inspect.getdoc(tool) or tool.__name__, "parameters": parameters}
+    return {"type": "function", "function": function}
 
 
 def _matching(src: Source, regex: re2._Regexp, deadline: float) -> Iterator[tuple[int, str]]:

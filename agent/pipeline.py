@@ -27,9 +27,7 @@ from crashcart.parsers.scan import scan_sources
 from crashcart.parsers.sources import ReadCap, discover, nothing_read, printable
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
-    from crashcart.agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import ChatModel, LLMSettings
 
 MAX_REPORT_EVENTS = 300
 
@@ -46,7 +44,7 @@ def triage(
     rule_store: RuleStore | None = None,
     llm: LLMSettings | None = None,
     llm_options: LLMOptions | None = None,
-    chat_model: BaseChatModel | None = None,
+    chat_model: ChatModel | None = None,
 ) -> Report:
     """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
 

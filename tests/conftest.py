@@ -102,7 +102,7 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 # Variables that would send a test's traffic somewhere real: LangSmith tracing, a LangSmith gateway, or a
-# base URL the openai SDK / langchain-openai pick up on their own.
+# base URL crashcart and the openai SDK pick up on their own.
 _LLM_REDIRECT_ENV = (
     "LANGSMITH_TRACING",
     "LANGCHAIN_TRACING_V2",

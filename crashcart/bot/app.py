@@ -50,9 +50,7 @@ from crashcart.parsers.sources import ReadCap
 from crashcart.stores import default_memory_path, default_rules_path, open_memory, open_rule_store
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
-    from crashcart.agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import ChatModel, LLMSettings
 
 log = logging.getLogger("crashcart.bot")
 DECOMPRESSED_SETTING = "max_decompressed_bytes in the bot config"
@@ -72,7 +70,7 @@ class Services:
     memory_path: Path  # where the triage process opens the stores
     rules_path: Path
     llm: LLMSettings | None = None  # when config.llm names a model
-    chat_model: BaseChatModel | None = None
+    chat_model: ChatModel | None = None
 
     def post(self, channel: str, thread_ts: str, text: str, blocks: list[dict] | None = None) -> None:
         """Reply in the thread, through the outbound gate (the blocks redact already; this catches any text that
@@ -156,7 +154,7 @@ def _where(body: dict) -> tuple[str, str, str, list[dict]]:
     return channel, ts, message.get("thread_ts") or ts, message.get("blocks") or []
 
 
-def open_services(config: BotConfig, client: WebClient, chat_model: BaseChatModel | None = None) -> Services:
+def open_services(config: BotConfig, client: WebClient, chat_model: ChatModel | None = None) -> Services:
     """The stores the config names (created when missing) and the model settings."""
     settings = None
     if config.llm:
@@ -197,7 +195,7 @@ def _bolt_logger() -> logging.Logger:
     return bolt
 
 
-def build_app(config: BotConfig, client: WebClient | None = None, *, chat_model: BaseChatModel | None = None) -> App:
+def build_app(config: BotConfig, client: WebClient | None = None, *, chat_model: ChatModel | None = None) -> App:
     """The Bolt app with crashcart's handlers; `client` defaults to one for config.slack_api_url."""
     client = client or WebClient(token=config.secret("bot_token"), base_url=config.slack_api_url)
     # The token was checked at start (crashcart/bot/run.py verify_slack), so Bolt does not call auth.test again.

@@ -32,9 +32,7 @@ from crashcart.parsers.workers import watch_starter
 from crashcart.stores import open_memory, open_rule_store
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
-    from crashcart.agent.llm_provider import LLMSettings
+    from crashcart.agent.llm_provider import ChatModel, LLMSettings
 
 _START = "forkserver"
 
@@ -93,7 +91,7 @@ class AskRunner:
             self._held.place = False
             self._room.release()
 
-    def triage(self, job: TriageJob, chat_model: BaseChatModel | None = None) -> Report:
+    def triage(self, job: TriageJob, chat_model: ChatModel | None = None) -> Report:
         """The report of `job`, triaged in a process of its own; a one-line error when it is stopped or dies."""
         future = self._run(job, chat_model)
         try:
@@ -115,7 +113,7 @@ class AskRunner:
 # -- inside the triage process -------------------------------------------------------------------------------
 
 
-def run_triage(job: TriageJob, chat_model: BaseChatModel | None) -> Report:
+def run_triage(job: TriageJob, chat_model: ChatModel | None) -> Report:
     """Open what was asked, triage it, and report it under the names the asker gave."""
     watch_starter(job.starter)
     os.environ.clear()

@@ -1,4 +1,4 @@
-"""agent/llm_provider.py: specs, model construction, the local-only guard, retries through the real SDK, costs."""
+"""agent/llm_provider.py: specs, model construction, the local-only guard, retries over real HTTP, costs."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_local_only_refuses_any_remote_compatible_server(monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/v1", "http://localhost:9/v1", "http://[::1]:9/v1"])
 def test_local_only_allows_this_machine(url: str) -> None:
-    assert make_chat_model(LLMSettings(model="vllm:qwen", base_url=url)).openai_api_base == url
+    assert make_chat_model(LLMSettings(model="vllm:qwen", base_url=url)).base_url == url
 
 
 @pytest.fixture()
@@ -165,32 +165,35 @@ def test_without_local_only_a_remote_model_is_built_without_calling_it(
     else:
         monkeypatch.setenv("CRASHCART_LOCAL_MODELS_ONLY", value)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-not-a-key")
-    assert str(make_chat_model(LLMSettings(model="openai:gpt-4.1")).root_client.base_url) == (
-        "https://api.openai.com/v1/"
-    )
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-dummy")
+    openai = make_chat_model(LLMSettings(model="openai:gpt-4.1"))
+    assert openai.base_url == "https://api.openai.com/v1"
+    assert openai.headers == {"Authorization": "Bearer sk-dummy-not-a-key", "OpenAI-Organization": "org-dummy"}
     remote = make_chat_model(LLMSettings(model="vllm:qwen", base_url="http://gpu-box:8000/v1"))
-    assert remote.openai_api_base == "http://gpu-box:8000/v1"
+    assert remote.base_url == "http://gpu-box:8000/v1" and "OpenAI-Organization" not in remote.headers
 
 
-def test_local_only_checks_where_the_sdk_really_points() -> None:
-    """A LangSmith gateway context rewrites even an explicit base_url; the guard reads the built client."""
-    gateway = pytest.importorskip("langchain_core.utils._gateway")
-    with gateway.langsmith_gateway(api_key="lsv2-dummy"), pytest.raises(InputError, match="smith.langchain"):
-        make_chat_model(LLMSettings(model="openai:x", base_url="http://127.0.0.1:9/v1"))
+def test_local_only_checks_where_the_openai_variable_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OPENAI_BASE_URL, which the openai SDK reads, redirects openai:NAME; the guard checks where it points."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://gateway.example.com/v1")
+    with pytest.raises(InputError, match="would call https://gateway.example.com/v1, not this machine"):
+        make_chat_model(LLMSettings(model="openai:x"))
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert make_chat_model(LLMSettings(model="openai:x")).base_url == "http://127.0.0.1:9/v1"
 
 
 def test_local_openai_compatible_model_is_built_with_our_policy(openai_server) -> None:
     model = make_chat_model(local(openai_server, timeout_s=7, max_output_tokens=321, temperature=0.0))
-    assert model.openai_api_base == openai_server.base_url
-    assert (model.max_retries, model.request_timeout, model.max_tokens, model.temperature) == (0, 7, 321, 0.0)
-    assert model.model_kwargs == {"response_format": {"type": "json_object"}}
+    assert model.base_url == openai_server.base_url.rstrip("/")
+    assert (model.timeout_s, model.max_tokens, model.temperature, model.json_mode) == (7, 321, 0.0, True)
 
 
 def test_ollama_defaults_to_its_local_endpoint_and_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     model = make_chat_model(LLMSettings(model="ollama:llama3.1:8b"))
-    assert str(model.root_client.base_url) == "http://localhost:11434/v1/"
-    assert model.model_name == "llama3.1:8b"
+    assert model.base_url == "http://localhost:11434/v1"
+    assert model.model == "llama3.1:8b"
 
 
 @pytest.mark.parametrize("provider", ["vllm", "llamacpp"])
@@ -249,7 +252,7 @@ def test_other_providers_go_through_init_chat_model(monkeypatch: pytest.MonkeyPa
     }
 
 
-# -- invoke_with_retry through the real openai SDK and ChatOpenAI ----------------------------------------------
+# -- invoke_with_retry over real HTTP, through the OpenAI-compatible client ------------------------------------
 
 
 def test_success_returns_the_reply_with_the_servers_usage(openai_server) -> None:

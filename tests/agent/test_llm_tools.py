@@ -91,7 +91,7 @@ def test_a_model_calls_each_tool_then_cites_a_line_only_a_tool_showed(tmp_path: 
     )
     assert report.llm is not None and report.llm.tool_calls == 4 and not report.llm.fallback
     assert report.diagnosis.decided_by == "llm" and report.diagnosis.evidence[0].text == STARTING
-    assert {t.__name__ for t in model.bound_tools} == {c["name"] for c in calls}
+    assert {t["function"]["name"] for t in model.bound_tools} == {c["name"] for c in calls}
     results = [m for m in model.sent[1] if m.type == "tool"]
     assert len(results) == 4 and STARTING in str(results[0].content)
 

@@ -1,4 +1,4 @@
-"""End to end over real HTTP: the crashcart CLI, langchain-openai and the openai SDK against a local
+"""End to end over real HTTP: the crashcart CLI and its OpenAI-compatible client against a local
 OpenAI-compatible server started by the test (scripted replies; nothing leaves 127.0.0.1)."""
 
 from __future__ import annotations

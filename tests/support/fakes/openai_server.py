@@ -1,6 +1,6 @@
-"""A local OpenAI-compatible server that replays a script, so tests exercise the real SDK without a real LLM.
+"""A local OpenAI-compatible server that replays a script, so tests exercise real HTTP without a real LLM.
 
-The real openai SDK and langchain-openai's ChatOpenAI talk to it over HTTP on 127.0.0.1, which is the only
+crashcart's OpenAI-compatible client (and the openai SDK, for embeddings) talk to it on 127.0.0.1, the only
 way to test what they actually send (response_format, max tokens, the model name) and how their errors,
 Retry-After headers and timeouts surface. Each POST to /v1/chat/completions consumes one script step:
 
