@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crashcart.agent.actions import refined_action
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, Signal, XidEvent
 from crashcart.agent.hangs import describe as describe_hang
 from crashcart.agent.models import Alternative, Diagnosis
@@ -169,9 +170,10 @@ def _build(
     path = _structure_path(top.event)
     summary = _summary(top.event, nodes, ranks, stage, iteration, signals)
     summary += _outlived(every) + (f"; from {path}: {_structure_detail(top.event, scans)}" if path else "")
+    action, steps = refined_action(top.event, scans)
     return Diagnosis(
         failure_class=cls,
-        action=top.event.action,
+        action=action,
         confidence=_confidence(top, ranking),
         summary=summary,
         faulty_nodes=_places(nodes, ranks, chosen),
@@ -179,7 +181,7 @@ def _build(
         stage=stage,
         iteration=iteration,
         evidence=_evidence(top.event, chosen, signals),
-        mitigation=_xid_step(top.event) + mitigation_steps(cls, nodes),
+        mitigation=_xid_step(top.event) + steps + mitigation_steps(cls, nodes),
         decided_by="structure" if path else "rules",
         alternatives=[Alternative(failure_class=s.event.failure_class, score=round(s.score, 1)) for s in ranking[1:4]],
     )

@@ -17,6 +17,9 @@ _EGG = re.compile(r"[\\/]([^\\/]+\.egg)[\\/]")
 _STDLIB_DIR = re.compile(r"[\\/]lib(?:64)?[\\/]python\d+(?:\.\d+)?t?[\\/]", re.IGNORECASE)  # /usr/lib/python3.10/
 _WINDOWS_LIB = re.compile(r"\\lib\\([^\\]+)", re.IGNORECASE)  # C:\Python310\lib\runpy.py, ...\lib\json\__init__.py
 _PART = re.compile(r"[^\\/]+")
+# Cython sources an installed extension was built from print relative to their package: pyarrow/error.pxi,
+# pandas/_libs/parsers.pyx. A user's script prints its own path, not a .pyx/.pxi one.
+_CYTHON = re.compile(r"[A-Za-z_]\w*[\\/][^:]*\.p(?:yx|xi|xd)")
 _STDLIB = frozenset(sys.stdlib_module_names)
 
 
@@ -40,6 +43,8 @@ def package_of(path: str, *, shortened: bool = False) -> str | None:
     windows = list(_WINDOWS_LIB.finditer(path))
     if windows and _module_name(windows[-1].group(1)) in _STDLIB:
         return "python"
+    if _CYTHON.fullmatch(path):
+        return _first_module(path)
     if shortened:
         first = _first_module(path)
         return "python" if first in _STDLIB else None

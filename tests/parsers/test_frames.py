@@ -86,3 +86,11 @@ ASSERTS = [
 @pytest.mark.parametrize(("source", "expression"), ASSERTS)
 def test_the_asserted_expression_is_the_assert_without_its_message(source: str | None, expression: str | None) -> None:
     assert asserted(source) == expression
+
+
+@pytest.mark.parametrize(
+    ("path", "package"),
+    [("pyarrow/error.pxi", "pyarrow"), ("pandas/_libs/parsers.pyx", "pandas"), ("train.py", None), ("/u/x.pyx", None)],
+)
+def test_cython_sources_belong_to_the_package_they_are_relative_to(path: str, package: str | None) -> None:
+    assert package_of(path) == package
