@@ -1,8 +1,8 @@
 """Drain3 templating behind two caches, so millions of near-identical lines cost a lookup each.
 
-Level 1 keys on the raw line with every digit turned into '0' (one C-level `bytes.translate` per block):
-iteration lines that differ only in their numbers share a key. Level 2 keys on the fully masked line. Only lines
-new to both reach Drain3.
+Level 1 keys on the raw line with each run of hex characters that holds a digit made one '0' (one native pass
+per block, `_linekeys.keys`): lines that differ only in their numbers, pointers, ids or timestamps, of any
+length, share a key. Level 2 keys on the fully masked line. Only lines new to both reach Drain3.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 from drain3.drain import Drain, LogCluster
 
+from crashcart.parsers._linekeys import keys as line_keys
 from crashcart.parsers.attribution import block_prefixes, rank_of_groups, strip_prefixes
 from crashcart.parsers.masking import mask
 
-_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 TEMPLATE_CHARS = 2000  # longer lines are templated on their head only
 KEPT_LINE_BYTES = 2000  # of a slot's first and last line, as much as evidence ever shows (a line may be 8 MB)
 FAST_CACHE_MAX = 200_000  # level-1 entries before the cache is reset (it is only a cache)
@@ -89,7 +89,7 @@ class Templater:
 
     def template_index(self, line: bytes) -> int:
         """The template index of one line (the slow path; the hot loop is `count_block`)."""
-        key = line[:TEMPLATE_CHARS].translate(_DIGITS, b"\r")
+        key = line_keys(line[:TEMPLATE_CHARS])
         found = self._fast.get(key)
         return found if found is not None else self._miss(line, key)
 
@@ -112,12 +112,12 @@ class Templater:
     def count_block(self, block: bytes, first_line_no: int, counts: TemplateCounts, ranked: bool) -> None:
         """Tally every line of block (whole lines; line numbers start after first_line_no).
 
-        The per-line work is all C: one translate and two splits for the keys, one findall for the
+        The per-line work is all native: one key pass and two splits for the keys, one findall for the
         rank prefixes, a Counter for the counts and dict builds for last (and, when needed, first) positions.
         Python code then runs once per distinct (prefix, key) pair of the block, not once per line.
         """
         lines = block.split(b"\n")
-        keys = block.translate(_DIGITS, b"\r").split(b"\n")
+        keys = line_keys(block).split(b"\n")
         prefixes = block_prefixes(block) if ranked else None
         if lines[-1] == b"":
             lines.pop()

@@ -1,0 +1,59 @@
+"""parsers/_linekeys.c: the templater's cache key, one native pass that collapses what varies inside a line."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashcart.parsers._linekeys import keys
+from crashcart.parsers.templater import TemplateCounts, Templater
+
+# knowledge/healthy/generated_per_node.log and deepspeed.log (their sources are in knowledge/healthy/sources.yaml)
+NCCL_COMM = b"[default0]:node00:45433:45597 [0] NCCL INFO comm 0x55d454330 rank 0 nranks 4 cudaDev 0 busId 1b000"
+DS_SCHEDULER = (
+    b"[2024-05-01 10:00:21,101] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed LR Scheduler = "
+    b"<deepspeed.runtime.lr_schedules.WarmupDecayLR object at 0x7f3c2d1e0a90>"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (b"iteration 7 loss 11", b"iteration 0 loss 0"),
+        (b"iteration 123456 loss 2.75", b"iteration 0 loss 0.0"),
+        # "node00": "de00" is one hex run with digits
+        (NCCL_COMM, b"[default0]:no0:0:0 [0] NCCL INFO comm 0x0 rank 0 nranks 0 cudaDev 0 busId 0"),
+        (
+            DS_SCHEDULER,
+            b"[0-0-0 0:0:0,0] [INFO] [logging.py:0:log_dist] [Rank 0] DeepSpeed LR Scheduler = "
+            b"<deepspeed.runtime.lr_schedules.WarmupDecayLR object at 0x0>",
+        ),
+        (b"uuid 550e8400-e29b-41d4-a716-446655440000", b"uuid 0-0-0-0-0"),
+        (b"Added deface bad", b"Added deface bad"),  # hex letters without a digit are words
+        (b"\xe2\x9c\x93 done 12\xff", b"\xe2\x9c\x93 done 0\xff"),  # other bytes pass through untouched
+        (b"", b""),
+    ],
+)
+def test_runs_of_hex_that_hold_a_digit_become_one_zero(line: bytes, key: bytes) -> None:
+    assert keys(line) == key
+
+
+def test_lines_stay_one_for_one_and_carriage_returns_go() -> None:
+    block = b"step 1\r\nstep 22\r\n\r\nstep 333\n"
+    assert keys(block) == b"step 0\nstep 0\n\nstep 0\n"
+    assert keys(bytearray(block)) == keys(memoryview(block)) == keys(block)
+
+
+def test_a_non_buffer_is_refused() -> None:
+    with pytest.raises(TypeError):
+        keys("text")  # type: ignore[arg-type]
+
+
+def test_numbers_of_any_length_share_one_drain_call() -> None:
+    """The key the templater caches on: lines that differ only in their numbers' lengths cost Drain3 once."""
+    templater, counts = Templater(), TemplateCounts()
+    calls = []
+    add = templater._drain.add_log_message
+    templater._drain.add_log_message = lambda text: calls.append(text) or add(text)  # type: ignore[method-assign]
+    block = b"".join(b"iteration %d loss %d.%d\n" % (10**n, 3**n, 7**n) for n in range(12))
+    templater.count_block(block, 0, counts, ranked=False)
+    assert len(calls) == 1 and sum(entry[0] for entry in counts.stats.values()) == 12
