@@ -9,6 +9,8 @@ while numpy, pandas or scikit-learn convert a table, is a malformed record. A te
 file not in the encoding its reader expects), unless a deserialiser read it: a pickle's first byte failing as
 UTF-8 under pickle.load means the file was opened in text mode, a code bug. pickle.load running out of input on the
 job's own files is an empty or truncated data file (a cache an earlier run left empty, a download cut short).
+A KeyError raised in the user's own function that loads or reads the data is a record without a field the code
+expects (a dialog without its "topic", an annotation without its "bbox").
 """
 
 from __future__ import annotations
@@ -43,10 +45,26 @@ _UNPICKLE = re.compile(r"\b(?:c?[Pp]ickle|pkl|joblib|dill|np|numpy)\.load\(")
 _NOT_DATA_UNPICKLERS = ("multiprocessing/", "torch/serialization.py")
 # Readers of binary formats that, handed a text-mode file, see its bytes decoded as text.
 _DESERIALISER = re.compile(r"\b(?:pickle|cPickle|torch|np|numpy|joblib|dill)\.loads?\(")
+# The names of the user's functions that turn data files into records.
+_READS_RECORDS = re.compile(
+    r"(?:load|read|get|build|prepare|parse|process)_?(?:data|dataset|split|samples?|examples?|records?|annotations?)"
+    r"|data_?loaders?",
+    re.IGNORECASE,
+)
 
 
 def is_worker_reraise(exc: RaisedException) -> bool:
     return bool(_WORKER_RERAISE.match(exc.message))
+
+
+def _missing_field(exc: RaisedException) -> bool:
+    frame = raiser(exc.frames)
+    return (
+        short_type(exc) == "KeyError"
+        and frame is not None
+        and is_user(frame)
+        and bool(_READS_RECORDS.search(frame.function or ""))
+    )
 
 
 def _is_data_frame(frame: Frame) -> bool:
@@ -66,6 +84,8 @@ def data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
         return Finding("malformed_value", FailureClass.DATA_ERROR, LIKELY, "a value of the data is not a number")
     if _empty_pickle(exc):
         return Finding("empty_pickle", FailureClass.DATA_ERROR, LIKELY, "a pickled data file is empty or cut short")
+    if _missing_field(exc):
+        return Finding("missing_field", FailureClass.DATA_ERROR, LIKELY, "a data record lacks a field the code reads")
     reading = tb.worker is not None or is_worker_reraise(exc) or any(map(_is_data_frame, exc.frames))
     if not reading and not _raised_by_library_dataset(exc):
         return None
