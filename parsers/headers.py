@@ -46,12 +46,26 @@ PATTERNS: dict[Header, str] = {
 TAIL_CHARS = 4096  # a header sits at the end of its line: a 10 MB progress-bar line is searched in its tail only
 
 _COMPILED = tuple((kind, re.compile(pattern)) for kind, pattern in PATTERNS.items())
+# Text every header holds, one or more per pattern: most lines hold none, and a few substring tests (C's memchr)
+# settle them before any of the seven regexes runs.
+_NEEDLES = (
+    "Traceback (most recent call last)",
+    "terminate called after throwing",
+    "ChildFailedError:",
+    ": Caught ",
+    "Thread 0x",
+    "Stack (most recent call first)",
+    " (idle",
+    " (active",
+)
 
 
 def find_header(line: str) -> tuple[Header, int] | None:
     """Which header the line carries and where it starts (the earliest, if two would match)."""
     offset = max(0, len(line) - TAIL_CHARS)
     tail = line[offset:]
+    if not any(needle in tail for needle in _NEEDLES):
+        return None
     found: tuple[Header, int] | None = None
     for kind, regex in _COMPILED:
         m = regex.search(tail)

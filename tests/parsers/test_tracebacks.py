@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crashcart.knowledge.records import LineRef
+from crashcart.parsers.headers import find_header
 from crashcart.parsers.models import StackDump, Traceback
 from crashcart.parsers.raised import MAX_MESSAGE_CHARS
 from crashcart.parsers.tracebacks import HEADER_PATTERNS, MAX_WINDOW_LINES, read_structure
@@ -87,6 +88,11 @@ def test_the_header_patterns_match_first_lines_and_only_those() -> None:
         assert any(p.search(line) for p in hs), line
     for line in NOT_HEADERS:
         assert not any(p.search(line) for p in hs), line
+
+
+def test_the_scanners_header_check_finds_every_header_past_its_substring_prefilter() -> None:
+    assert all(find_header(line) is not None for line in HEADERS)
+    assert all(find_header(line) is None for line in NOT_HEADERS)
 
 
 # -- Python tracebacks -------------------------------------------------------------------------------------
