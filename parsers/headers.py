@@ -54,6 +54,7 @@ _NEEDLES = (
     "ChildFailedError:",
     ": Caught ",
     "Thread 0x",
+    "thread 0x",  # faulthandler's "Current thread 0x..."
     "Stack (most recent call first)",
     " (idle",
     " (active",
