@@ -7,7 +7,7 @@ all arrive here.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ def triage(
     llm: LLMSettings | None = None,
     llm_options: LLMOptions | None = None,
     chat_model: ChatModel | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> Report:
     """Read the logs at `paths` (files, folders, .gz/.zst, '-' for stdin) and diagnose the failure.
 
@@ -66,11 +67,13 @@ def triage(
         active += confirmed
         warnings += [s.warning for s in left_out]
     loaded = time.perf_counter()
-    scans = scan_sources(sources, active, workers)
+    tell = progress or (lambda stage, fraction: None)
+    scans = scan_sources(sources, active, workers, lambda fraction: tell("reading logs", fraction))
     skipped = found.skipped + [Skipped(path=s.file, reason=s.problem) for s in scans if s.problem]
     if all(s.problem and not s.lines for s in scans):  # every file failed before its first line
         raise nothing_read(skipped)
     scanned = time.perf_counter()
+    tell("diagnosing", 1.0)
     mark_rare(scans)
     events = build_events(scans)
     diagnosis = diagnose(events, scans)
@@ -84,6 +87,7 @@ def triage(
         from crashcart.agent.llm_provider import LLMSettings as Settings  # lazy: langchain loads only when asked for
 
         settings = llm or Settings(model="custom:chat-model")
+        tell("asking the model", 1.0)
         diagnosis, usage, proposals = consult(
             scans,
             events,

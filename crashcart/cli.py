@@ -126,6 +126,7 @@ def triage(
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
     from crashcart.agent.consult import LLMOptions
     from crashcart.api import triage as run_triage
+    from crashcart.progress import TriageProgress
     from crashcart.render import empty_note, to_json, to_markdown, to_terminal
     from crashcart.stores import open_memory, open_rule_store
 
@@ -141,7 +142,16 @@ def triage(
         redact_hosts=redact_hosts,
     )
     rule_store = open_rule_store(create=settings is not None)
-    report = run_triage(paths, workers=workers, memory=store, rule_store=rule_store, llm=settings, llm_options=options)
+    with TriageProgress(sys.stderr) as progress:
+        report = run_triage(
+            paths,
+            workers=workers,
+            memory=store,
+            rule_store=rule_store,
+            llm=settings,
+            llm_options=options,
+            progress=progress,
+        )
     for warning in report.warnings:
         print(f"crashcart: warning: {printable(warning)}", file=sys.stderr)
     note = empty_note(report)

@@ -10,7 +10,7 @@ import gc
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -58,11 +58,12 @@ class HitCap:
 
 
 class FileScanner:
-    """Scans sources one after another with one rule filter and one templater."""
+    """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block."""
 
-    def __init__(self, rules: Sequence[Rule]) -> None:
+    def __init__(self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None) -> None:
         self.filter = RuleFilter(rules)
         self.templater = Templater()
+        self.on_bytes = on_bytes
 
     def scan(self, src: Source) -> FileScan:
         started = time.perf_counter()
@@ -86,6 +87,8 @@ class FileScanner:
                 self.templater.count_block(block, line_no, counts, ranked)
                 structure.feed(block, line_no, counts.lines - line_no)
                 line_no = counts.lines
+                if self.on_bytes is not None:
+                    self.on_bytes(len(block))
         except ReadError as exc:  # truncated, corrupt, over the size cap: the lines before the fault still count
             problem = f"read {counts.lines:,} lines, then: {exc.reason}"
         templates = self._template_stats(src.display, where, counts, hits, years.year)
@@ -210,9 +213,11 @@ def line_ref(text: str, line_no: int, where: Attribution, file: str, year: int |
     )
 
 
-def _scan_group(rules: Sequence[Rule], sources: Sequence[Source]) -> list[FileScan]:
+def _scan_group(
+    rules: Sequence[Rule], sources: Sequence[Source], on_bytes: Callable[[int], None] | None = None
+) -> list[FileScan]:
     with gc_paused():
-        scanner = FileScanner(rules)
+        scanner = FileScanner(rules, on_bytes)
         return [scanner.scan(src) for src in sources]
 
 
@@ -234,30 +239,62 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def scan_sources(sources: Sequence[Source], rules: Sequence[Rule], workers: int | None = None) -> list[FileScan]:
+def scan_sources(
+    sources: Sequence[Source],
+    rules: Sequence[Rule],
+    workers: int | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> list[FileScan]:
     """Scan every source; a large job is split by size between this process and `workers` more, and a large
-    plain file into line-aligned byte ranges scanned in parallel and merged."""
+    plain file into line-aligned byte ranges scanned in parallel and merged.
+
+    `progress` hears the fraction done after each block this process reads, 1.0 at the end. With workers, it is
+    this process's own share's fraction: the shares are balanced by size and scanned at once, so it stands for
+    all of them without a message from any worker.
+    """
     workers = workers or min(os.cpu_count() or 1, 8)
     total = sum(s.size for s in sources)
-    if workers < 2 or total < PARALLEL_MIN_BYTES or any(s.path is None for s in sources):
-        return _scan_group(rules, sources)
     # A share for this process too, scanned while the workers scan theirs: its records need no trip through a
     # pipe, and making records again on arrival (packing.py) is the one part of the scan done here only.
     processes = workers + 1
-    pieces = [split(src, processes) if src.size >= SPLIT_MIN_BYTES else [src] for src in sources]
+    parallel = workers >= 2 and total >= PARALLEL_MIN_BYTES and all(s.path is not None for s in sources)
+    pieces = [split(src, processes) if src.size >= SPLIT_MIN_BYTES else [src] for src in sources] if parallel else []
     tasks = [part for piece in pieces for part in piece]
     if len(tasks) < 2:
-        return _scan_group(rules, sources)
+        scans = _scan_group(rules, sources, _fraction_of(total, progress))
+        _finished(progress)
+        return scans
     own, *shares = _balance(tasks, processes)
     parts: dict[tuple[str, int], list[FileScan]] = {}  # a list: a file given twice is scanned twice
     compiled = serialize_database(rules)  # compiled here once, loaded by each worker
     with gc_paused(), worker_pool(len(shares)) as pool:  # workers end with this process, even on kill -9
         done = pool.map(_scan_packed, [rules] * len(shares), shares, [compiled] * len(shares))
-        _collect(parts, own, _scan_group(rules, own))
+        _collect(parts, own, _scan_group(rules, own, _fraction_of(sum(map(_task_size, own)), progress)))
         for share, packed in zip(shares, done, strict=True):
             _collect(parts, share, [unpack(p) for p in packed])
+    _finished(progress)
     # One look-up per part, never a search of all parts per file: 20k files merge in linear time.
     return [merge_parts([parts[(p.display, p.start)].pop() for p in piece]) for piece in pieces]
+
+
+def _fraction_of(total: int, progress: Callable[[float], None] | None) -> Callable[[int], None] | None:
+    """Bytes read, as the fraction of `total` told to `progress`; below 1 until the end (a .gz file's text
+    outgrows its size on disk)."""
+    if progress is None:
+        return None
+    seen = 0
+
+    def on_bytes(size: int) -> None:
+        nonlocal seen
+        seen += size
+        progress(min(seen / total, 0.99) if total else 0.99)
+
+    return on_bytes
+
+
+def _finished(progress: Callable[[float], None] | None) -> None:
+    if progress is not None:
+        progress(1.0)
 
 
 def _scan_packed(rules: Sequence[Rule], sources: Sequence[Source], compiled: bytes) -> list[Packed]:
