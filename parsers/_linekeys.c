@@ -13,21 +13,9 @@
 
 static unsigned char kind[256]; /* 0 other, 1 hex letter, 2 digit, 3 carriage return */
 
-static PyObject *keys(PyObject *self, PyObject *arg) {
-    Py_buffer in;
-    if (PyObject_GetBuffer(arg, &in, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    const unsigned char *src = (const unsigned char *)in.buf;
-    Py_ssize_t n = in.len;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
-    if (out == NULL) {
-        PyBuffer_Release(&in);
-        return NULL;
-    }
-    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
+/* Collapse src[0:n] into dst (which has room for n bytes); returns the bytes written. */
+static Py_ssize_t collapse(const unsigned char *src, Py_ssize_t n, unsigned char *dst) {
     Py_ssize_t w = 0, i = 0;
-    Py_BEGIN_ALLOW_THREADS
     while (i < n) {
         unsigned char k = kind[src[i]];
         if (k == 0) {
@@ -49,6 +37,22 @@ static PyObject *keys(PyObject *self, PyObject *arg) {
             }
         }
     }
+    return w;
+}
+
+static PyObject *keys(PyObject *self, PyObject *arg) {
+    Py_buffer in;
+    if (PyObject_GetBuffer(arg, &in, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
+    if (out == NULL) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    Py_ssize_t w;
+    Py_BEGIN_ALLOW_THREADS
+    w = collapse((const unsigned char *)in.buf, in.len, (unsigned char *)PyBytes_AS_STRING(out));
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&in);
     if (_PyBytes_Resize(&out, w) < 0) {
@@ -57,9 +61,151 @@ static PyObject *keys(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* The length of a line's launcher prefixes, kept as they are in its tally key so each rank keeps its own
+ * slot: srun's label ` 12: `, and bracketed tags ending in `:` (`[default3]:`, `[rank12]:`,
+ * `[1,12]<stdout>:`), in any number and order. Wider than the exact grammar (parsers/attribution.py reads
+ * the rank off the line): what it keeps in addition only splits keys finer, never merges two ranks. */
+static Py_ssize_t prefix_length(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t j = i;
+        while (j < n && j - i < 4 && s[j] == ' ') j++;
+        Py_ssize_t d = j;
+        while (d < n && d - j < 6 && kind[s[d]] == 2) d++;
+        if (d > j && d + 1 < n && s[d] == ':' && s[d + 1] == ' ') {
+            i = d + 2;
+            continue;
+        }
+        if (i < n && s[i] == '[') {
+            Py_ssize_t e = i + 1;
+            while (e < n && e - i <= 32 && s[e] != ']' && s[e] != '\n') e++;
+            if (e < n && s[e] == ']') {
+                Py_ssize_t after = e + 1;
+                static const char *tails[] = {"<stdout>:", "<stderr>:", ":"};
+                int matched = 0;
+                for (int t = 0; t < 3 && !matched; t++) {
+                    Py_ssize_t len = (Py_ssize_t)strlen(tails[t]);
+                    if (after + len <= n && memcmp(s + after, tails[t], (size_t)len) == 0) {
+                        i = after + len;
+                        matched = 1;
+                    }
+                }
+                if (matched) continue;
+            }
+        }
+        return i;
+    }
+}
+
+typedef struct {
+    Py_ssize_t count, prefix, first, first_start, first_end, last, last_start, last_end;
+} Slot;
+
+static PyObject *tally(PyObject *self, PyObject *args) {
+    Py_buffer in;
+    int ranked;
+    Py_ssize_t max_chars;
+    if (!PyArg_ParseTuple(args, "y*pn", &in, &ranked, &max_chars)) {
+        return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)in.buf;
+    Py_ssize_t n = in.len, pos = 0, line = 0, used = 0, room = 64;
+    PyObject *index = PyDict_New();
+    Slot *slots = PyMem_Malloc(sizeof(Slot) * (size_t)room);
+    unsigned char *scratch = PyMem_Malloc((size_t)(max_chars > 0 ? max_chars : 1));
+    PyObject *result = NULL;
+    if (index == NULL || slots == NULL || scratch == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (pos < n) {
+        const unsigned char *nl = memchr(buf + pos, '\n', (size_t)(n - pos));
+        Py_ssize_t end = nl ? nl - buf : n;
+        Py_ssize_t len = end - pos;
+        Py_ssize_t head = len < max_chars ? len : max_chars;
+        Py_ssize_t keep = ranked ? prefix_length(buf + pos, head) : 0;
+        memcpy(scratch, buf + pos, (size_t)keep);
+        Py_ssize_t klen = keep + collapse(buf + pos + keep, head - keep, scratch + keep);
+        if (klen > 0) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)scratch, klen);
+            if (key == NULL) goto done;
+            PyObject *found = PyDict_GetItemWithError(index, key);
+            Py_ssize_t at;
+            if (found != NULL) {
+                at = PyLong_AsSsize_t(found);
+            } else if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                goto done;
+            } else {
+                if (used == room) {
+                    room *= 2;
+                    Slot *grown = PyMem_Realloc(slots, sizeof(Slot) * (size_t)room);
+                    if (grown == NULL) {
+                        Py_DECREF(key);
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    slots = grown;
+                }
+                at = used++;
+                PyObject *value = PyLong_FromSsize_t(at);
+                if (value == NULL || PyDict_SetItem(index, key, value) < 0) {
+                    Py_XDECREF(value);
+                    Py_DECREF(key);
+                    goto done;
+                }
+                Py_DECREF(value);
+                slots[at] = (Slot){0, keep, line, pos, end, line, pos, end};
+            }
+            Py_DECREF(key);
+            Slot *slot = &slots[at];
+            slot->count++;
+            slot->last = line;
+            slot->last_start = pos;
+            slot->last_end = end;
+        }
+        line++;
+        pos = end + 1;
+    }
+    result = PyTuple_New(2);
+    PyObject *rows = PyList_New(0);
+    if (result == NULL || rows == NULL) {
+        Py_XDECREF(result);
+        Py_XDECREF(rows);
+        result = NULL;
+        goto done;
+    }
+    PyTuple_SET_ITEM(result, 0, PyLong_FromSsize_t(line));
+    PyTuple_SET_ITEM(result, 1, rows);
+    PyObject *key, *value;
+    Py_ssize_t it = 0;
+    while (PyDict_Next(index, &it, &key, &value)) {
+        Slot *s = &slots[PyLong_AsSsize_t(value)];
+        PyObject *row = Py_BuildValue(
+            "(Onnnnnnnn)", key, s->prefix, s->count, s->first, s->first_start, s->first_end, s->last,
+            s->last_start, s->last_end);
+        if (row == NULL || PyList_Append(rows, row) < 0) {
+            Py_XDECREF(row);
+            Py_DECREF(result);
+            result = NULL;
+            goto done;
+        }
+        Py_DECREF(row);
+    }
+done:
+    Py_XDECREF(index);
+    PyMem_Free(slots);
+    PyMem_Free(scratch);
+    PyBuffer_Release(&in);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"keys", keys, METH_O,
      "keys(block) -> bytes: the block with every run of hex characters holding a digit made one '0', CRs dropped."},
+    {"tally", tally, METH_VARARGS,
+     "tally(block, ranked, max_chars) -> (lines, [(key, prefix_len, count, first, first_start, first_end, last, "
+     "last_start, last_end)]): each distinct line key of the block once, in order of first appearance."},
     {NULL, NULL, 0, NULL},
 };
 

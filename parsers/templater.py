@@ -1,14 +1,13 @@
 """Drain3 templating behind two caches, so millions of near-identical lines cost a lookup each.
 
 Level 1 keys on the raw line with each run of hex characters that holds a digit made one '0' (one native pass
-per block, `_linekeys.keys`): lines that differ only in their numbers, pointers, ids or timestamps, of any
+per block, `_linekeys.tally`): lines that differ only in their numbers, pointers, ids or timestamps, of any
 length, share a key. Level 2 keys on the fully masked line. Only lines new to both reach Drain3.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,8 @@ from typing import Any
 from drain3.drain import Drain, LogCluster
 
 from crashcart.parsers._linekeys import keys as line_keys
-from crashcart.parsers.attribution import block_prefixes, rank_of_groups, strip_prefixes
+from crashcart.parsers._linekeys import tally as line_tally
+from crashcart.parsers.attribution import rank_prefix, strip_prefixes
 from crashcart.parsers.masking import mask
 
 TEMPLATE_CHARS = 2000  # longer lines are templated on their head only
@@ -112,44 +112,32 @@ class Templater:
     def count_block(self, block: bytes, first_line_no: int, counts: TemplateCounts, ranked: bool) -> None:
         """Tally every line of block (whole lines; line numbers start after first_line_no).
 
-        The per-line work is all native: one key pass and two splits for the keys, one findall for the
-        rank prefixes, a Counter for the counts and dict builds for last (and, when needed, first) positions.
-        Python code then runs once per distinct (prefix, key) pair of the block, not once per line.
+        The per-line work is native (`_linekeys.tally`: one pass that keys each line, launcher prefix kept as
+        it is when the file is `ranked`, and counts it with its first and last place). Python then runs once
+        per distinct key of the block, not once per line.
         """
-        lines = block.split(b"\n")
-        keys = line_keys(block).split(b"\n")
-        prefixes = block_prefixes(block) if ranked else None
-        if lines[-1] == b"":
-            lines.pop()
-        n = len(lines)
+        n, rows = line_tally(block, ranked, TEMPLATE_CHARS)
         counts.lines += n
-        del keys[n:]  # the empty piece after a final newline
-        if prefixes is not None:
-            del prefixes[n:]
-        pairs: list[Any] = list(zip(prefixes, keys, strict=True)) if prefixes is not None else keys
-        tally = Counter(pairs)
-        last = dict(zip(pairs, range(n), strict=True))
-        first: dict[Any, int] | None = None  # built only for a block that brings a new (rank, template) slot
-        fast, stats = self._fast, counts.stats
-        for pair, count in tally.items():
-            groups, key = pair if prefixes is not None else ((), pair)
-            if not key:
-                continue  # an empty line (of an LF or a CRLF file)
-            key = key[:TEMPLATE_CHARS]
-            j = last[pair]
-            index = fast.get(key)
+        fast, stats, keep = self._fast, counts.stats, KEPT_LINE_BYTES
+        for key, prefix, count, i, i_start, i_end, j, j_start, j_end in rows:
+            shape = key[prefix:]
+            index = fast.get(shape)
             if index is None:
-                index = self._miss(lines[j], key)
-            slot = (rank_of_groups(groups), index)
+                index = self._miss(block[j_start:j_end], shape)
+            slot = (rank_prefix(key) if prefix else None, index)
             entry = stats.get(slot)
             if entry is None:
-                if first is None:
-                    first = dict(zip(reversed(pairs), range(n - 1, -1, -1), strict=True))
-                i, keep = first[pair], KEPT_LINE_BYTES
-                stats[slot] = [count, first_line_no + i + 1, lines[i][:keep], first_line_no + j + 1, lines[j][:keep]]
+                stats[slot] = [
+                    count,
+                    first_line_no + i + 1,
+                    block[i_start:i_end][:keep],
+                    first_line_no + j + 1,
+                    block[j_start:j_end][:keep],
+                ]
             else:
                 entry[0] += count
-                entry[3], entry[4] = first_line_no + j + 1, lines[j][:KEPT_LINE_BYTES]
+                if first_line_no + j + 1 > entry[3]:  # two keys of one slot: the later line is its last
+                    entry[3], entry[4] = first_line_no + j + 1, block[j_start:j_end][:keep]
 
     def template(self, index: int) -> str:
         """The template text as Drain3 has generalised it so far."""

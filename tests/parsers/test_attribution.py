@@ -9,9 +9,7 @@ from crashcart.parsers.attribution import (
     Attribution,
     attribute_line,
     attribution_from_path,
-    block_prefixes,
     has_rank_prefixes,
-    rank_of_groups,
     rank_prefix,
     strip_prefixes,
 )
@@ -318,17 +316,6 @@ PREFIXES = [
 @pytest.mark.parametrize(("line", "rank"), PREFIXES)
 def test_rank_prefix(line: bytes, rank: int | None) -> None:
     assert rank_prefix(line) == rank
-
-
-def test_block_prefixes_give_global_ranks_only() -> None:
-    # pytorch/pytorch#113128's watchdog line and the one after it, then the EKS nccl-tests line above
-    block = (
-        b"[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] "
-        b"Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered\n"
-        b"[default0]:Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
-        b"[1,10]<stdout>:test-nccl-efa-worker-1:23:69 [2] NCCL INFO Connected NVLS tree\n"
-    )
-    assert [rank_of_groups(g) for g in block_prefixes(block)] == [12, None, 10, None]
 
 
 def test_rank_prefix_is_one_bytes_pattern() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crashcart.parsers._linekeys import keys
+from crashcart.parsers._linekeys import keys, tally
+from crashcart.parsers.attribution import rank_prefix
 from crashcart.parsers.templater import TemplateCounts, Templater
 
 # knowledge/healthy/generated_per_node.log and deepspeed.log (their sources are in knowledge/healthy/sources.yaml)
@@ -57,3 +58,49 @@ def test_numbers_of_any_length_share_one_drain_call() -> None:
     block = b"".join(b"iteration %d loss %d.%d\n" % (10**n, 3**n, 7**n) for n in range(12))
     templater.count_block(block, 0, counts, ranked=False)
     assert len(calls) == 1 and sum(entry[0] for entry in counts.stats.values()) == 12
+
+
+# tests/parsers/test_attribution.py's prefixes: torchrun, srun --label, OpenMPI --tag-output, horovodrun, and
+# lines whose leading numbers or brackets are no launcher's (a clock, a dmesg stamp, a progress bar)
+PREFIXED = [
+    b"[rank3]: Traceback (most recent call last):",
+    b'[default3]:  File "train.py", line 1',
+    b"3: [default5]:[rank29]: torch.OutOfMemoryError: CUDA out of memory.",
+    b"[1,290]<stderr>:!!!! kernel execution error.",
+    b"[1]<stdout>:Iter #0: 120.0 img/sec per GPU",  # horovod/horovod#2484
+    b"  12: loss 2.3",
+    b"12:00:00 INFO starting",
+    b"[2024-01-01 12:00:00] INFO",
+    b"[12345.678901] NVRM: Xid",
+    b"Iteration:  31%|| 491/1559 [04:35<07:28,  2.38it/s][1,290]<stderr>:x",
+]
+
+
+@pytest.mark.parametrize("line", PREFIXED)
+def test_a_tally_key_keeps_the_launcher_prefix_its_rank_is_read_from(line: bytes) -> None:
+    """Same key, same rank: the verbatim part of a key holds all of what rank_prefix reads."""
+    ((key, prefix, *_),) = tally(line, True, 2000)[1]
+    assert (rank_prefix(key[:prefix]) if prefix else None) == rank_prefix(line)
+
+
+def test_a_tally_counts_each_key_once_with_its_first_and_last_line() -> None:
+    # pytorch/pytorch#113128's watchdog line shape, two ranks, then a blank and a CRLF line
+    block = (
+        b"[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] Watchdog\n"
+        b"[rank13]:[E817 17:40:34.227531919 ProcessGroupNCCL.cpp:1515] Watchdog\n"
+        b"\n"
+        b"[rank12]:[E817 17:40:35.1 ProcessGroupNCCL.cpp:1515] Watchdog\r\n"
+    )
+    lines, rows = tally(block, True, 2000)
+    assert lines == 4 and [(r[0], r[2], r[3], r[6]) for r in rows] == [
+        (b"[rank12]:[0 0:0:0.0 ProcessGroupNCCL.cpp:0] Watchdog", 2, 0, 3),  # "E817" is hex too
+        (b"[rank13]:[0 0:0:0.0 ProcessGroupNCCL.cpp:0] Watchdog", 1, 1, 1),
+    ]
+    (_, _, _, _, start, end, _, last_start, last_end) = rows[0]
+    assert block[start:end].startswith(b"[rank12]:") and block[last_start:last_end].endswith(b"Watchdog\r")
+    assert tally(block, False, 2000)[1][0][2] == 3  # not ranked: the prefixes collapse like the rest
+
+
+def test_a_tally_keys_only_the_head_of_a_huge_line() -> None:
+    lines, rows = tally(b"x" * 5000 + b"1\n" + b"x" * 5000 + b"2\n", False, 100)
+    assert lines == 2 and len(rows) == 1 and rows[0][2] == 2
