@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from crashcart.agent.consult import SURE_FROM
 from crashcart.agent.models import Diagnosis, SimilarIncident
-from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Fingerprint, utcnow
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import Action, FailureClass
+
+if TYPE_CHECKING:  # the store brings faiss and numpy: a triage without memory needs neither
+    from crashcart.knowledge.incident_store import IncidentStore
 
 NOVELTY_THRESHOLD = 0.35  # best similarity below this: a new failure (`crashcart eval --memory` calibrates)
 CLOSE_SIMILARITY = 0.85  # from this a neighbour may decide ("seen before"): calibrated on the corpus dev half

@@ -19,7 +19,6 @@ from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, with_memory
 from crashcart.agent.models import LLMUsage
 from crashcart.agent.report import Report, ScanStats
 from crashcart.agent.salience import mark_rare, salient_templates
-from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore, loadable_rules
 from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers.models import Skipped
@@ -28,6 +27,7 @@ from crashcart.parsers.sources import ReadCap, discover, nothing_read, printable
 
 if TYPE_CHECKING:
     from crashcart.agent.llm_provider import ChatModel, LLMSettings
+    from crashcart.knowledge.incident_store import IncidentStore  # faiss and numpy: only with a memory
 
 MAX_REPORT_EVENTS = 300
 

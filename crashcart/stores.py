@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
-from crashcart.knowledge.incident_store import SqliteIncidentStore
 from crashcart.knowledge.rule_store import SqliteRuleStore
+
+if TYPE_CHECKING:  # the store brings faiss and numpy: imported when a store is opened
+    from crashcart.knowledge.incident_store import SqliteIncidentStore
 
 MEMORY_ENV = "CRASHCART_MEMORY"
 RULES_ENV = "CRASHCART_RULES"
@@ -35,7 +37,11 @@ def open_memory(path: str | Path | None = ..., *, create: bool = ...) -> SqliteI
 def open_memory(path: str | Path | None = None, *, create: bool = False) -> SqliteIncidentStore | None:
     """The incident store at path (or the default); None when it does not exist and create is False."""
     where = Path(path) if path is not None else default_memory_path()
-    return SqliteIncidentStore(where) if create or where.exists() else None
+    if not (create or where.exists()):
+        return None
+    from crashcart.knowledge.incident_store import SqliteIncidentStore
+
+    return SqliteIncidentStore(where)
 
 
 @overload

@@ -120,7 +120,7 @@ class Templater:
         counts.lines += n
         fast, stats, keep = self._fast, counts.stats, KEPT_LINE_BYTES
         for key, prefix, count, i, i_start, i_end, j, j_start, j_end in rows:
-            shape = key[prefix:]
+            shape = line_keys(key[:prefix]) + key[prefix:] if prefix else key  # the ranks' prefixes collapsed too
             index = fast.get(shape)
             if index is None:
                 index = self._miss(block[j_start:j_end], shape)
