@@ -89,9 +89,10 @@ def _spike(points: list[MetricPoint]) -> MetricPoint | None:
     with_loss = [p for p in points if _finite(p.loss)]
     if len(with_loss) < MIN_BASELINE + 1:
         return None
-    tail = with_loss[-TAIL_POINTS:]
-    peak = max(tail, key=lambda p: p.loss or 0.0)
-    at = with_loss.index(peak)
+    first_of_tail = max(0, len(with_loss) - TAIL_POINTS)
+    # the first of equal peaks, by position: list.index would compare pydantic models field by field
+    at = max(range(first_of_tail, len(with_loss)), key=lambda i: (with_loss[i].loss or 0.0, -i))
+    peak = with_loss[at]
     before = with_loss[max(0, at - BASELINE_POINTS) : at]
     if len(before) < MIN_BASELINE:
         return None
