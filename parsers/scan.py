@@ -47,6 +47,10 @@ class HitCap:
         self._seen: Counter[tuple[str, int | None]] = Counter()
         self._total: Counter[str] = Counter()
 
+    def full(self, rule_id: str) -> bool:
+        """No more hits of this rule are kept in this file, whatever their rank."""
+        return self._total[rule_id] >= MAX_HITS_PER_RULE
+
     def admit(self, rule_id: str, rank: int | None, role: Role) -> bool:
         if role is not Role.CONTEXT and self._seen[(rule_id, rank)] >= MAX_HITS_PER_RULE_RANK:
             return False
@@ -126,11 +130,15 @@ class FileScanner:
         for hit in found:
             no += block.count(b"\n", pos, hit.start)
             pos = hit.start
-            ref = line_ref(hit.text, no + 1, where, file, year)
             rule = self.filter.rules[hit.rule_index]
-            if not cap.admit(rule.id, ref.rank, rule.role):
+            if cap.full(rule.id):  # a warning printed every step: counted, and no record made of it
                 dropped += 1
                 continue
+            own = attribute_line(hit.text)
+            if not cap.admit(rule.id, own.rank if own.rank is not None else where.rank, rule.role):
+                dropped += 1
+                continue
+            ref = line_ref(hit.text, no + 1, where, file, year, own)
             hits.append(
                 RuleHit(
                     rule_id=rule.id,
@@ -199,10 +207,12 @@ def _decode(line: bytes) -> str:
     return line[:MAX_TEXT].decode("utf-8", "replace").rstrip("\r")
 
 
-def line_ref(text: str, line_no: int, where: Attribution, file: str, year: int | None = None) -> LineRef:
-    """A LineRef with node/rank from the line itself, falling back to the file's name; `year` dates the stamps
-    that carry none (glog, syslog)."""
-    own = attribute_line(text)
+def line_ref(
+    text: str, line_no: int, where: Attribution, file: str, year: int | None = None, own: Attribution | None = None
+) -> LineRef:
+    """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
+    the file's name; `year` dates the stamps that carry none (glog, syslog)."""
+    own = own if own is not None else attribute_line(text)
     return LineRef(
         file=file,
         line=line_no,
