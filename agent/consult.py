@@ -16,7 +16,7 @@ from pydantic import Field
 
 from crashcart.agent.events import Event
 from crashcart.agent.models import Alternative, Diagnosis, LLMUsage, ModelVerdict
-from crashcart.knowledge.records import Strict
+from crashcart.knowledge.records import Strict, rank_of
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.models import FileScan
@@ -113,8 +113,18 @@ def contradicts_sure_rules(rules: Diagnosis, model: Diagnosis) -> bool:
     (a signature's, or one read from the failure's structure)."""
     if model.decided_by != "llm" or rules.decided_by not in ("rules", "structure") or rules.confidence < SURE_FROM:
         return False
-    other_nodes = bool(rules.faulty_nodes) and set(model.faulty_nodes) != set(rules.faulty_nodes)
+    other_nodes = bool(rules.faulty_nodes) and set(hosts_of(model.faulty_nodes, rules)) != set(rules.faulty_nodes)
     return model.failure_class is not rules.failure_class or model.action is not rules.action or other_nodes
+
+
+def hosts_of(places: list[str], rules: Diagnosis) -> list[str]:
+    """Places with each rank the rules located ("rank 3", on node05) named by the rules' nodes instead: a model
+    that names the rank the rules found names the same place."""
+    out: list[str] = []
+    for place in places:
+        rank = rank_of(place)
+        out += rules.faulty_nodes if rank is not None and rank in rules.faulty_ranks else [place]
+    return list(dict.fromkeys(out))
 
 
 def keep_rules(rules: Diagnosis, model: Diagnosis) -> Diagnosis:

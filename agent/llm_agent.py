@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from crashcart import prompts
+from crashcart.agent.consult import hosts_of
 from crashcart.agent.llm_answer import MAX_REPLY_CHARS, AnswerError, LLMAnswer, answer_schema, check_size, parse_answer
 from crashcart.agent.llm_context import Context
 from crashcart.agent.llm_provider import (
@@ -160,7 +161,7 @@ def _one_sample(
         text = str(reply.content)
         try:
             check_size(text)  # before restoring: a server may ignore max_tokens and send megabytes
-            return parse_answer(redactor.restore(text), set(context.citeable), context.nodes)
+            return parse_answer(redactor.restore(text), set(context.citeable), context.nodes | context.ranks)
         except AnswerError as exc:
             usage.errors.append(f"invalid answer: {exc}")
             messages += [
@@ -223,6 +224,14 @@ def llm_diagnose(
     )
 
 
+def _places(answer: LLMAnswer, rules: Diagnosis) -> list[str]:
+    """The model's faulty places; agreeing with the rules' class, its ranks the rules located are the rules' nodes,
+    and naming none it keeps the rules' nodes."""
+    if answer.failure_class is not rules.failure_class:
+        return answer.faulty_nodes
+    return hosts_of(answer.faulty_nodes, rules) or rules.faulty_nodes
+
+
 def _as_diagnosis(answer: LLMAnswer, agreement: float, context: Context, rules: Diagnosis) -> Diagnosis:
     evidence = [Evidence(file=c.file, line=c.line, text=context.citeable[(c.file, c.line)]) for c in answer.evidence]
     first_sentence = answer.rationale.strip().split(". ")[0][:300]
@@ -232,7 +241,7 @@ def _as_diagnosis(answer: LLMAnswer, agreement: float, context: Context, rules: 
         confidence=round(0.5 + 0.45 * agreement, 2),
         summary=f"{answer.failure_class.value} (LLM): {first_sentence}",
         # the model agreeing on the class without naming a node keeps the nodes the rules located
-        faulty_nodes=answer.faulty_nodes or (rules.faulty_nodes if answer.failure_class is rules.failure_class else []),
+        faulty_nodes=_places(answer, rules),
         faulty_ranks=rules.faulty_ranks if answer.failure_class is rules.failure_class else [],
         stage=answer.stage or rules.stage,
         iteration=rules.iteration,

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from crashcart.knowledge.records import Strict
+from crashcart.knowledge.records import Strict, as_place
 from crashcart.knowledge.taxonomy import Action, FailureClass, Stage
 
 
@@ -104,6 +104,7 @@ def parse_answer(text: str, citeable: set[tuple[str, int]], nodes: set[str]) -> 
             f"evidence cites lines that are not in the logs shown: {', '.join(invented[:5])}; "
             "cite only [file:line] references from the context"
         )
+    answer.faulty_nodes = [as_place(n) for n in answer.faulty_nodes]
     unknown = [n for n in answer.faulty_nodes if n not in nodes]
     if unknown:
         raise AnswerError(f"faulty_nodes names nodes the logs do not show: {', '.join(unknown[:5])}")

@@ -17,7 +17,7 @@ from crashcart.agent.models import Diagnosis
 from crashcart.agent.outbound import clip
 from crashcart.agent.redact import Redactor
 from crashcart.agent.salience import ERRORISH
-from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.records import LineRef, rank_place
 from crashcart.knowledge.runbooks import mitigation_steps
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, DESCRIPTIONS, FailureClass
 from crashcart.parsers.attribution import strip_prefixes
@@ -37,6 +37,7 @@ class Context:
     sections: dict[str, str]
     citeable: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> text shown
     nodes: set[str] = field(default_factory=set)
+    ranks: set[str] = field(default_factory=set)  # "rank12": a rank the logs show, a place where no host is named
     redactor: Redactor = field(default_factory=Redactor)  # secrets only: what it redacted while lines were cut
 
     @property
@@ -80,6 +81,8 @@ def build_context(
     ctx = Context(sections={"taxonomy": _taxonomy()})
     ctx.nodes = {s.node for scan in scans for s in scan.templates if s.node}
     ctx.nodes |= {e.node for e in events if e.node}
+    ctx.ranks = {rank_place(s.rank) for scan in scans for s in scan.templates if s.rank is not None}
+    ctx.ranks |= {rank_place(e.rank) for e in events if e.rank is not None}
     ctx.sections["findings"] = _findings(diagnosis, events, _Section(chars["findings"]), ctx)
     whole = _whole_log(sources, scans, _Section(chars["lines"] + chars["templates"]), ctx)
     if whole is not None:

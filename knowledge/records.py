@@ -6,6 +6,7 @@ a line, and of the evidence for a diagnosis, in one way.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -54,6 +55,25 @@ RANK_PLACE = "rank "  # a faulty place named by its rank when the logs name no h
 def rank_place(rank: int) -> str:
     """A rank as a place in `faulty_nodes`, for a job whose logs name no host for it."""
     return f"{RANK_PLACE}{rank}"
+
+
+_RANK_WRITTEN = re.compile(r"(?i)rank[ _-]?(\d{1,7})")
+
+
+def as_place(written: str) -> str:
+    """A place as a model or an operator may write it: "rank3", "Rank 3" and "rank_3" are the rank place "rank 3";
+    anything else is a host name, kept as written."""
+    m = _RANK_WRITTEN.fullmatch(written.strip())
+    return rank_place(int(m.group(1))) if m else written
+
+
+def rank_of(place: str) -> int | None:
+    """The rank a rank place names ("rank 12" -> 12), None for a host."""
+    return (
+        int(place.removeprefix(RANK_PLACE))
+        if place.startswith(RANK_PLACE) and place[len(RANK_PLACE) :].isdigit()
+        else None
+    )
 
 
 def is_host(place: str) -> bool:

@@ -14,6 +14,7 @@ from crashcart.agent.consult import (
     TIMEOUT_S,
     LLMOptions,
     contradicts_sure_rules,
+    hosts_of,
     should_consult,
 )
 from crashcart.agent.models import Alternative, Diagnosis
@@ -131,3 +132,13 @@ def test_only_a_sure_rules_verdict_stands_against_the_model(
     rules = _diagnosis(FailureClass.GPU_HARDWARE, confidence).model_copy(update={"decided_by": decided_by})
     model = _diagnosis(FailureClass.CANCELLED, 0.95).model_copy(update={"decided_by": "llm"})
     assert contradicts_sure_rules(rules, model) is overruled
+
+
+def test_a_model_naming_the_rank_the_rules_located_names_the_same_place() -> None:
+    rules = _diagnosis(FailureClass.GPU_OOM, SURE_FROM).model_copy(
+        update={"decided_by": "rules", "faulty_nodes": ["node05"], "faulty_ranks": [3]}
+    )
+    same = rules.model_copy(update={"decided_by": "llm", "faulty_nodes": ["rank 3"]})
+    other = rules.model_copy(update={"decided_by": "llm", "faulty_nodes": ["rank 4"]})
+    assert hosts_of(["rank 3"], rules) == ["node05"] and hosts_of(["node09"], rules) == ["node09"]
+    assert not contradicts_sure_rules(rules, same) and contradicts_sure_rules(rules, other)

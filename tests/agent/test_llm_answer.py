@@ -64,3 +64,11 @@ def test_the_search_is_linear_plain_string_work_and_no_regex(monkeypatch: pytest
         parse_answer(reply, CITEABLE, NODES)
     assert len(decoded) == reply.count(broken) + 1  # each block once, then the outermost {...} once
     assert sum(decoded) <= 2 * len(reply)  # each character reaches the decoder at most twice
+
+
+@pytest.mark.parametrize("written", ["rank3", "Rank 3", "rank_3", "rank 3"])
+def test_a_rank_the_logs_show_may_be_named_as_the_faulty_place_however_written(written: str) -> None:
+    reply = json.dumps(ANSWER | {"faulty_nodes": [written]})
+    assert parse_answer(reply, CITEABLE, NODES | {"rank 3"}).faulty_nodes == ["rank 3"]
+    with pytest.raises(AnswerError, match="nodes the logs do not show: rank 3"):
+        parse_answer(reply, CITEABLE, NODES)
