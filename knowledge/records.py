@@ -57,12 +57,12 @@ def rank_place(rank: int) -> str:
     return f"{RANK_PLACE}{rank}"
 
 
-_RANK_WRITTEN = re.compile(r"(?i)rank[ _-]?(\d{1,7})")
+_RANK_WRITTEN = re.compile(r"(?i)(?:rank[ _-]?)?(\d{1,7})")  # a bare number is a rank: no host is named so
 
 
 def as_place(written: str) -> str:
-    """A place as a model or an operator may write it: "rank3", "Rank 3" and "rank_3" are the rank place "rank 3";
-    anything else is a host name, kept as written."""
+    """A place as a model or an operator may write it: "rank3", "Rank 3", "rank_3" and "3" are the rank place
+    "rank 3"; anything else is a host name, kept as written."""
     m = _RANK_WRITTEN.fullmatch(written.strip())
     return rank_place(int(m.group(1))) if m else written
 

@@ -66,7 +66,7 @@ def test_the_search_is_linear_plain_string_work_and_no_regex(monkeypatch: pytest
     assert sum(decoded) <= 2 * len(reply)  # each character reaches the decoder at most twice
 
 
-@pytest.mark.parametrize("written", ["rank3", "Rank 3", "rank_3", "rank 3"])
+@pytest.mark.parametrize("written", ["rank3", "Rank 3", "rank_3", "rank 3", "3"])
 def test_a_rank_the_logs_show_may_be_named_as_the_faulty_place_however_written(written: str) -> None:
     reply = json.dumps(ANSWER | {"faulty_nodes": [written]})
     assert parse_answer(reply, CITEABLE, NODES | {"rank 3"}).faulty_nodes == ["rank 3"]
