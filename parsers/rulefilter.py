@@ -100,6 +100,18 @@ class RuleFilter:
 
     def scan(self, block: bytes) -> list[BlockHit]:
         """Confirmed hits in block, ordered by position; at most one per (rule, line)."""
+        hits = []
+        for line_start, rule_index in self.candidates(block):
+            hit = self.confirm(rule_index, line_start, *line_at(block, line_start))
+            if hit is not None:
+                hits.append(hit)
+        return hits
+
+    def candidates(self, block: bytes) -> list[tuple[int, int]]:
+        """(line start, rule index) of every line Hyperscan matched, in order; `confirm` each in RE2.
+
+        Apart from `scan` so a caller can skip confirming lines of rules whose hits it keeps no more.
+        """
         if not self.rules or not block:
             return []
         candidates: set[tuple[int, int]] = set()
@@ -112,20 +124,20 @@ class RuleFilter:
         # lines are scanned as LF lines (same length: each \r\n becomes \n\n, offsets are unchanged).
         hay = block.replace(b"\r\n", b"\n\n") if b"\r\n" in block else block
         self._db.scan(hay, match_event_handler=on_match, scratch=self._scratch)
-        hits: list[BlockHit] = []
-        for line_start, rule_index in sorted(candidates):
-            hit = self._confirm(block, line_start, rule_index)
-            if hit is not None:
-                hits.append(hit)
-        return hits
+        return sorted(candidates)
 
-    def _confirm(self, block: bytes, line_start: int, rule_index: int) -> BlockHit | None:
-        line_end = block.find(b"\n", line_start)
-        if line_end < 0:
-            line_end = len(block)
-        text = block[line_start:line_end].rstrip(b"\r").decode("utf-8", "replace")
+    def confirm(self, rule_index: int, line_start: int, line_end: int, text: str) -> BlockHit | None:
+        """The hit, if the rule's RE2 pattern matches the line (`line_at` gives its end and text)."""
         match = self._regexes[rule_index].search(text)
         if match is None:
             return None
         captures = {k: v for k, v in match.groupdict().items() if v is not None}
         return BlockHit(rule_index, line_start, line_end, text, captures)
+
+
+def line_at(block: bytes, line_start: int) -> tuple[int, str]:
+    """The end offset and the text (decoded, without its CR) of the line of `block` starting at `line_start`."""
+    line_end = block.find(b"\n", line_start)
+    if line_end < 0:
+        line_end = len(block)
+    return line_end, block[line_start:line_end].rstrip(b"\r").decode("utf-8", "replace")

@@ -21,7 +21,7 @@ from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
 from crashcart.parsers.models import FileScan, RuleHit, TemplateStat
 from crashcart.parsers.packing import Packed, pack, unpack
-from crashcart.parsers.rulefilter import BlockHit, RuleFilter, adopt_database, serialize_database
+from crashcart.parsers.rulefilter import RuleFilter, adopt_database, line_at, serialize_database
 from crashcart.parsers.sources import Source, read_blocks, split
 from crashcart.parsers.structure import StructureReader, Structures, merge_structures
 from crashcart.parsers.templater import KEPT_LINE_BYTES, TemplateCounts, Templater, template_id
@@ -51,10 +51,14 @@ class HitCap:
         """No more hits of this rule are kept in this file, whatever their rank."""
         return self._total[rule_id] >= MAX_HITS_PER_RULE
 
-    def admit(self, rule_id: str, rank: int | None, role: Role) -> bool:
+    def settled(self, rule_id: str, rank: int | None, role: Role) -> bool:
+        """No more hits of this rule are kept for this rank (context lines: for the file)."""
         if role is not Role.CONTEXT and self._seen[(rule_id, rank)] >= MAX_HITS_PER_RULE_RANK:
-            return False
-        if self._total[rule_id] >= MAX_HITS_PER_RULE:
+            return True
+        return self.full(rule_id)
+
+    def admit(self, rule_id: str, rank: int | None, role: Role) -> bool:
+        if self.settled(rule_id, rank, role):
             return False
         self._seen[(rule_id, rank)] += 1
         self._total[rule_id] += 1
@@ -86,8 +90,7 @@ class FileScanner:
                 years.learn(block)
                 if ranked is None:
                     ranked = has_rank_prefixes(block[:65536].split(b"\n")[:50])
-                found = self.filter.scan(block)
-                dropped += self._keep_hits(found, block, line_no, src.display, where, hits, cap, years.year)
+                dropped += self._keep_hits(block, line_no, src.display, where, hits, cap, years.year)
                 self.templater.count_block(block, line_no, counts, ranked)
                 structure.feed(block, line_no, counts.lines - line_no)
                 line_no = counts.lines
@@ -115,7 +118,6 @@ class FileScanner:
 
     def _keep_hits(
         self,
-        found: list[BlockHit],
         block: bytes,
         base: int,
         file: str,
@@ -124,21 +126,30 @@ class FileScanner:
         cap: HitCap,
         year: int | None,
     ) -> int:
-        """Append confirmed hits to `hits` up to the per-rule caps; return how many were dropped."""
+        """Append the block's hits to `hits` up to the per-rule caps; return how many were dropped.
+
+        A line of a rule whose cap is reached (for the file, or for the line's rank) is counted without being
+        confirmed or made a record: a warning printed on every step costs a Hyperscan match, not an RE2 search.
+        """
         dropped = 0
         no, pos = base, 0
-        for hit in found:
-            no += block.count(b"\n", pos, hit.start)
-            pos = hit.start
-            rule = self.filter.rules[hit.rule_index]
-            if cap.full(rule.id):  # a warning printed every step: counted, and no record made of it
+        for line_start, rule_index in self.filter.candidates(block):
+            no += block.count(b"\n", pos, line_start)
+            pos = line_start
+            rule = self.filter.rules[rule_index]
+            if cap.full(rule.id):
                 dropped += 1
                 continue
-            own = attribute_line(hit.text)
-            if not cap.admit(rule.id, own.rank if own.rank is not None else where.rank, rule.role):
+            line_end, text = line_at(block, line_start)
+            own = attribute_line(text)
+            rank = own.rank if own.rank is not None else where.rank
+            if cap.settled(rule.id, rank, rule.role):
                 dropped += 1
                 continue
-            ref = line_ref(hit.text, no + 1, where, file, year, own)
+            hit = self.filter.confirm(rule_index, line_start, line_end, text)
+            if hit is None:
+                continue
+            cap.admit(rule.id, rank, rule.role)
             hits.append(
                 RuleHit(
                     rule_id=rule.id,
@@ -147,7 +158,7 @@ class FileScanner:
                     role=rule.role,
                     priority=rule.priority,
                     stage=rule.stage,
-                    ref=ref,
+                    ref=line_ref(hit.text, no + 1, where, file, year, own),
                     captures=hit.captures,
                 )
             )

@@ -8,7 +8,14 @@ import pytest
 from crashcart.knowledge.errors import KnowledgeError
 from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers import rulefilter
-from crashcart.parsers.rulefilter import BlockHit, RuleFilter, adopt_database, compile_database, serialize_database
+from crashcart.parsers.rulefilter import (
+    BlockHit,
+    RuleFilter,
+    adopt_database,
+    compile_database,
+    line_at,
+    serialize_database,
+)
 
 
 def _rule(rule_id: str, pattern: str, examples: list[str], **kw: object) -> Rule:
@@ -160,9 +167,11 @@ def test_candidate_spanning_lines_is_rejected_by_re2() -> None:
 def test_confirm_directly() -> None:
     flt = RuleFilter([ERROR, XID])
     block = b"no match here\nan error\xff\n"
-    assert flt._confirm(block, 0, 0) is None
-    assert flt._confirm(block, 14, 1) is None
-    assert flt._confirm(block, 14, 0) == BlockHit(0, 14, 23, "an error\ufffd", {})
+    assert line_at(block, 14) == (23, "an error\ufffd") and line_at(b"tail", 0) == (4, "tail")
+    assert flt.confirm(0, 0, *line_at(block, 0)) is None
+    assert flt.confirm(1, 14, *line_at(block, 14)) is None
+    assert flt.confirm(0, 14, *line_at(block, 14)) == BlockHit(0, 14, 23, "an error\ufffd", {})
+    assert flt.candidates(block) == [(14, 0)]
 
 
 def test_non_utf8_line_is_decoded_with_replacement() -> None:

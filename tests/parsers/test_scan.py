@@ -213,6 +213,19 @@ def test_rank_prefixes_are_looked_for_in_the_first_block(tmp_path: Path, monkeyp
     assert [h.ref.rank for h in fs.hits] == [0, 1, 0]  # hits still read the rank off their own line
 
 
+def test_lines_past_a_rules_cap_are_not_confirmed_in_re2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warning printed on every step costs a Hyperscan match, not an RE2 search and a record."""
+    error = b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    [src] = _job(tmp_path, {"out.log": (b"[rank0]: " + error) * 200})
+    scanner = FileScanner(RULES)
+    confirmed: list[int] = []
+    confirm = scanner.filter.confirm
+    monkeypatch.setattr(scanner.filter, "confirm", lambda i, *a: confirmed.append(i) or confirm(i, *a))
+    fs = scanner.scan(src)
+    assert len(fs.hits) == MAX_HITS_PER_RULE_RANK and fs.hits_dropped == 200 - MAX_HITS_PER_RULE_RANK
+    assert len(confirmed) == MAX_HITS_PER_RULE_RANK
+
+
 def test_hits_beyond_the_per_rule_rank_cap_are_counted_not_kept(tmp_path: Path) -> None:
     error = b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
     log = b"".join([b"[rank0]: " + error] * 8 + [b"[rank0]: ok\n"] + [b"[rank1]: " + error] * 3)
