@@ -43,15 +43,32 @@ class TracebackVerdict(Strict):
     ref: LineRef
 
 
-def judge(tb: Traceback) -> TracebackVerdict:
+def judge(tb: Traceback, seen: dict[tuple[object, ...], tuple[Finding, int]] | None = None) -> TracebackVerdict:
     """The verdict of the chain's most telling exception; on a tie the oldest, since later ones were raised
-    while handling it. A DataLoader worker's re-raise in the main process stands aside for the worker's own."""
+    while handling it. A DataLoader worker's re-raise in the main process stands aside for the worker's own.
+
+    With `seen`, a traceback of a shape judged before (every rank printing the same one) is not judged again.
+    """
     links = [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
     if not links:  # the log ended before its exception line: what its frames tell, else only that it failed
         return _verdict(judge_unfinished(tb.unfinished) or _NO_EXCEPTION_LINE, tb.start, "")
-    judged = [(judge_exception(exc, tb), -i, exc) for i, exc in enumerate(links)]
-    finding, _, exc = max(judged, key=lambda item: (item[0].priority, item[1]))
+    key = _shape(tb)
+    found = seen.get(key) if seen is not None else None
+    if found is None:
+        judged = [(judge_exception(exc, tb), -i) for i, exc in enumerate(links)]
+        best, at = max(judged, key=lambda item: (item[0].priority, item[1]))
+        found = (best, -at)
+        if seen is not None:
+            seen[key] = found
+    finding, index = found
+    exc = links[index]
     return _verdict(finding, exc.ref, where(exc))
+
+
+def _shape(tb: Traceback) -> tuple[object, ...]:
+    """What a judgement reads of a traceback: all of it but where it was printed."""
+    chain = tuple((e.exc_type, e.message, e.relation, e.assertion, tuple(e.frames)) for e in tb.chain)
+    return (tb.kind, tb.worker, chain, tuple(tb.unfinished))
 
 
 def role_of(verdict: TracebackVerdict) -> Role:
@@ -64,12 +81,13 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     """One event per judged traceback, folded: the same exception line on one rank is one event with a count,
     each distinct exception keeps its first event before repeats on other ranks fill the cap."""
     groups: dict[tuple[str, str, str | None, int | None], list[TracebackVerdict]] = {}
+    seen: dict[tuple[object, ...], tuple[Finding, int]] = {}
     for scan in scans:
         hit_lines = {hit.ref.line for hit in scan.hits}
         for tb in scan.tracebacks:
             if _read_by_a_signature(tb, hit_lines):
                 continue
-            verdict = judge(tb)
+            verdict = judge(tb, seen)
             key = (verdict.rule_id, mask(verdict.ref.text[:300]), verdict.ref.node, verdict.ref.rank)
             groups.setdefault(key, []).append(verdict)
     firsts: dict[tuple[str, str], tuple[str, str, str | None, int | None]] = {}

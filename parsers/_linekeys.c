@@ -13,7 +13,17 @@
 
 static unsigned char kind[256]; /* 0 other, 1 hex letter, 2 digit, 3 carriage return */
 
-/* Collapse src[0:n] into dst (which has room for n bytes); returns the bytes written. */
+/* Whether the hex run starting at src[i] holds a digit. */
+static int run_has_digit(const unsigned char *src, Py_ssize_t i, Py_ssize_t n) {
+    for (; i < n && kind[src[i]] != 0 && kind[src[i]] != 3; i++) {
+        if (kind[src[i]] == 2) return 1;
+    }
+    return 0;
+}
+
+/* Collapse src[0:n] into dst (which has room for n bytes); returns the bytes written.
+ * A group of a dashed id (a UUID's `dfcc` between digit groups) is collapsed too though it holds no digit:
+ * four or more hex letters joined by a dash to a group that was, or will be, collapsed. */
 static Py_ssize_t collapse(const unsigned char *src, Py_ssize_t n, unsigned char *dst) {
     Py_ssize_t w = 0, i = 0;
     while (i < n) {
@@ -29,7 +39,10 @@ static Py_ssize_t collapse(const unsigned char *src, Py_ssize_t n, unsigned char
                 digit |= (k == 2);
                 i++;
             }
-            if (digit) {
+            int dashed = i - start >= 4 &&
+                         ((w >= 2 && dst[w - 1] == '-' && dst[w - 2] == '0') ||
+                          (i + 1 < n && src[i] == '-' && run_has_digit(src, i + 1, n)));
+            if (digit || dashed) {
                 dst[w++] = '0';
             } else {
                 memcpy(dst + w, src + start, (size_t)(i - start));

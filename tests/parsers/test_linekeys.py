@@ -30,6 +30,10 @@ DS_SCHEDULER = (
         ),
         (b"uuid 550e8400-e29b-41d4-a716-446655440000", b"uuid 0-0-0-0-0"),
         (b"Added deface bad", b"Added deface bad"),  # hex letters without a digit are words
+        # a dashed id's letters-only group goes with its neighbours; words joined by a dash stay
+        (b"[instance: 7f3a-dfcc-0-0]", b"[instance: 0-0-0-0]"),
+        (b"dfcc-1234-abcd", b"0-0-0"),
+        (b"bead-cafe-babe face-book", b"bead-cafe-babe face-book"),
         (b"\xe2\x9c\x93 done 12\xff", b"\xe2\x9c\x93 done 0\xff"),  # other bytes pass through untouched
         (b"", b""),
     ],
