@@ -16,7 +16,7 @@ from pydantic import Field
 
 from crashcart.agent.events import Event
 from crashcart.agent.models import Alternative, Diagnosis, LLMUsage, ModelVerdict
-from crashcart.knowledge.records import Strict, rank_of
+from crashcart.knowledge.records import Strict, rank_written
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.models import FileScan
@@ -122,7 +122,7 @@ def hosts_of(places: list[str], rules: Diagnosis) -> list[str]:
     that names the rank the rules found names the same place."""
     out: list[str] = []
     for place in places:
-        rank = rank_of(place)
+        rank = rank_written(place)
         out += rules.faulty_nodes if rank is not None and rank in rules.faulty_ranks else [place]
     return list(dict.fromkeys(out))
 

@@ -12,16 +12,13 @@ Conventions, chosen so a figure never flatters the tool:
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable
 
-from crashcart.knowledge.records import Strict
+from crashcart.knowledge.records import Strict, rank_written
 from crashcart.knowledge.taxonomy import Action, FailureClass
-from crashcart.parsers.numbers import small_int
 
 ERROR_COLUMN = "error"
-_RANK_LIKE = re.compile(r"^\[?\s*(?:rank\s*)?(\d+)\s*\]?$", re.IGNORECASE)
 
 
 class CaseResult(Strict):
@@ -100,21 +97,15 @@ def evidence_hit(result: CaseResult) -> bool:
     return any(w in g for w in wanted for g in got)
 
 
-def rank_number(label: str) -> int | None:
-    """The rank a rank-like label names (`rank12`, `Rank 1`, `[rank3]`, `290`), else None (a hostname)."""
-    m = _RANK_LIKE.match(label.strip())
-    return small_int(m.group(1)) if m else None
-
-
 def node_matches(label: str, nodes: list[str], ranks: list[int]) -> bool:
     """A labeled faulty node is found by a prediction: same hostname, or same rank however it is written."""
     key = label.strip().casefold()
     if any(key == n.strip().casefold() for n in nodes):
         return True
-    number = rank_number(label)
+    number = rank_written(label)
     if number is None:
         return False
-    return number in ranks or any(rank_number(n) == number for n in nodes)
+    return number in ranks or any(rank_written(n) == number for n in nodes)
 
 
 def faulty_node_hit(result: CaseResult) -> bool:

@@ -57,23 +57,21 @@ def rank_place(rank: int) -> str:
     return f"{RANK_PLACE}{rank}"
 
 
-_RANK_WRITTEN = re.compile(r"(?i)(?:rank[ _-]?)?(\d{1,7})")  # a bare number is a rank: no host is named so
+# A rank as labels, operators and models write it: "rank12", "Rank 1", "[rank3]", "rank_3", or a bare "290" (a
+# number names no host). Seven digits at most: a longer number is no rank anyone runs.
+_RANK_WRITTEN = re.compile(r"\[?\s*(?:rank[\s_-]*)?(\d{1,7})\s*\]?", re.IGNORECASE)
+
+
+def rank_written(text: str) -> int | None:
+    """The rank a rank-like text names, however it is written; None for a host name."""
+    m = _RANK_WRITTEN.fullmatch(text.strip())
+    return int(m.group(1)) if m else None
 
 
 def as_place(written: str) -> str:
-    """A place as a model or an operator may write it: "rank3", "Rank 3", "rank_3" and "3" are the rank place
-    "rank 3"; anything else is a host name, kept as written."""
-    m = _RANK_WRITTEN.fullmatch(written.strip())
-    return rank_place(int(m.group(1))) if m else written
-
-
-def rank_of(place: str) -> int | None:
-    """The rank a rank place names ("rank 12" -> 12), None for a host."""
-    return (
-        int(place.removeprefix(RANK_PLACE))
-        if place.startswith(RANK_PLACE) and place[len(RANK_PLACE) :].isdigit()
-        else None
-    )
+    """A place as written, with a rank written any way made the rank place ("Rank 3" -> "rank 3")."""
+    rank = rank_written(written)
+    return rank_place(rank) if rank is not None else written
 
 
 def is_host(place: str) -> bool:

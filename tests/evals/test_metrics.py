@@ -14,8 +14,8 @@ from crashcart.evals.metrics import (
     faulty_node_hit,
     node_matches,
     normalise_ws,
-    rank_number,
 )
+from crashcart.knowledge.records import rank_written
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
 GH, NET, OOM, BUG, STO = (
@@ -222,8 +222,8 @@ def test_evidence_rate_is_over_labeled_cases_only() -> None:
         ("rank" + "9" * 5000, None),  # a label past int()'s 4,300 digits names no rank
     ],
 )
-def test_rank_number(label: str, number: int | None) -> None:
-    assert rank_number(label) == number
+def test_rank_written(label: str, number: int | None) -> None:
+    assert rank_written(label) == number
 
 
 @pytest.mark.parametrize(
