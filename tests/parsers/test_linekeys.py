@@ -8,7 +8,8 @@ from crashcart.parsers._linekeys import keys, tally
 from crashcart.parsers.attribution import rank_prefix
 from crashcart.parsers.templater import TemplateCounts, Templater
 
-# knowledge/healthy/generated_per_node.log and deepspeed.log (their sources are in knowledge/healthy/sources.yaml)
+# knowledge/healthy/generated_per_node.log (the generator's NCCL init line) and deepspeed.log (DeepSpeed's
+# log_dist format; knowledge/healthy/sources.yaml says its addresses and times are illustrative)
 NCCL_COMM = b"[default0]:node00:45433:45597 [0] NCCL INFO comm 0x55d454330 rank 0 nranks 4 cudaDev 0 busId 1b000"
 DS_SCHEDULER = (
     b"[2024-05-01 10:00:21,101] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed LR Scheduler = "
@@ -31,8 +32,11 @@ DS_SCHEDULER = (
         (b"uuid 550e8400-e29b-41d4-a716-446655440000", b"uuid 0-0-0-0-0"),
         (b"Added deface bad", b"Added deface bad"),  # hex letters without a digit are words
         # a dashed id's letters-only group goes with its neighbours; words joined by a dash stay
-        (b"[instance: 7f3a-dfcc-0-0]", b"[instance: 0-0-0-0]"),
-        (b"dfcc-1234-abcd", b"0-0-0"),
+        (  # Loghub's OpenStack_2k.log: "bdcc" follows a collapsed group
+            b"[instance: d96a117b-0193-4549-bdcc-63b917273d1d] Attempting claim: memory 2048 MB, disk 20 GB",
+            b"[instance: 0-0-0-0-0] Attempting claim: memory 0 MB, disk 0 GB",
+        ),
+        (b"dfcc-1234-abcd", b"0-0-0"),  # a bare id token, not a log line: a letters-only group ahead of digits
         (b"bead-cafe-babe face-book", b"bead-cafe-babe face-book"),
         (b"\xe2\x9c\x93 done 12\xff", b"\xe2\x9c\x93 done 0\xff"),  # other bytes pass through untouched
         (b"", b""),
