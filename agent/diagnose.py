@@ -55,11 +55,12 @@ class _Scored:
     event: Signal
 
 
-def diagnose(events: Sequence[Event], scans: Sequence[FileScan]) -> Diagnosis:
-    """Decide one diagnosis from the ordered event sequence (and the scans, for unknown cases)."""
+def diagnose(events: Sequence[Event], scans: Sequence[FileScan], lines: Sequence[Timeline] | None = None) -> Diagnosis:
+    """Decide one diagnosis from the ordered event sequence (and the scans, for unknown cases); `lines` are the
+    scans' timelines when the caller has them already."""
     every = [e for e in events if isinstance(e, (FailureEvent, XidEvent, CollectiveTimeoutEvent))]
     signals = [e for e in every if e.role is not Role.CONTEXT]
-    scored = _score(signals, scans, _failure_point(scans))
+    scored = _score(signals, scans, _failure_point(lines if lines is not None else timelines(scans)))
     if not scored:
         return _unknown(scans, every)
     best_by_class: dict[FailureClass, _Scored] = {}
@@ -117,8 +118,7 @@ class _StopPoint:
         return 0 <= (event.time - last.time).total_seconds() <= window
 
 
-def _failure_point(scans: Sequence[FileScan]) -> _StopPoint | None:
-    lines = timelines(scans)
+def _failure_point(lines: Sequence[Timeline]) -> _StopPoint | None:
     first = first_to_stop(lines)
     return _StopPoint(first, TimelineIndex(lines)) if first is not None else None
 

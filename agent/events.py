@@ -24,7 +24,7 @@ from crashcart.agent.event_kinds import (
 )
 from crashcart.agent.hangs import hang_events
 from crashcart.agent.teardown import mark_teardown
-from crashcart.agent.timeline import TimelineIndex, is_progress_template, progress_value, timelines
+from crashcart.agent.timeline import Timeline, TimelineIndex, is_progress_template, progress_value, timelines
 from crashcart.knowledge.context_lines import hint_pattern
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import FailureClass, Role, Stage
@@ -174,8 +174,10 @@ def _global_rank(ref: LineRef, scan: FileScan) -> int | None:
     return small_int(found.group(1)) if found else scan.rank
 
 
-def build_events(scans: Sequence[FileScan]) -> list[Event]:
+def build_events(scans: Sequence[FileScan], lines: Sequence[Timeline] | None = None) -> list[Event]:
     """The job's events in one order: by time where lines carry one, else by file and line.
+
+    `lines` are the scans' timelines when the caller has them already (the diagnosis needs them too).
 
     A line without a timestamp takes the time of the nearest earlier timed event of its file (or, above
     the first one, the next), so untimed tracebacks stay next to the timed lines around them.
@@ -194,7 +196,7 @@ def build_events(scans: Sequence[FileScan]) -> list[Event]:
     for event in events:
         if event.node is None and event.rank is not None:
             event.node = hosts.get(event.rank)
-    index = TimelineIndex(timelines(scans))
+    index = TimelineIndex(lines if lines is not None else timelines(scans))
     _mark_survived(events, scans, index)
     mark_teardown(events, scans)
     events += hang_events(scans, index.lines, events)

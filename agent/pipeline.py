@@ -19,6 +19,7 @@ from crashcart.agent.memory import NOVELTY_THRESHOLD, recall, with_memory
 from crashcart.agent.models import LLMUsage
 from crashcart.agent.report import Report, ScanStats
 from crashcart.agent.salience import mark_rare, salient_templates
+from crashcart.agent.timeline import timelines
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore, loadable_rules
 from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers.models import Skipped
@@ -75,8 +76,9 @@ def triage(
     scanned = time.perf_counter()
     tell("diagnosing", 1.0)
     mark_rare(scans)
-    events = build_events(scans)
-    diagnosis = diagnose(events, scans)
+    lines = timelines(scans)
+    events = build_events(scans, lines)
+    diagnosis = diagnose(events, scans, lines)
     print_ = fingerprint(scans, events)
     if memory is not None:
         diagnosis = with_memory(diagnosis, recall(memory, print_, k, novelty), novelty)

@@ -50,14 +50,22 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _near(pattern: re.Pattern[str], low: str, word: str, reach: int) -> re.Match[str] | None:
+    """pattern.search(low), started `reach` characters before the first `word`, which every match of the
+    pattern holds within its first reach+len(word) characters: the same match, found without trying the
+    pattern's leading alternation at every position of a long line (8 us to 1.4 us on a Megatron line)."""
+    at = low.find(word)
+    return pattern.search(low, max(0, at - reach)) if at >= 0 else None
+
+
 def read_point(ref: LineRef) -> MetricPoint | None:
     """The numbers a progress line reports, or None when it reports none of them."""
     text = ref.text[:MAX_LINE]
     low = text.lower()  # a substring test is cheaper than a regex search that finds nothing
     iteration = _ITERATION.search(low) if "iter" in low or "step" in low or "num_updates" in low else None
-    loss = _LOSS.search(low) if "loss" in low else None
-    grad = _GRAD_NORM.search(low) if "norm" in low else None
-    scale = _SCALE.search(low) if "scale" in low else None
+    loss = _near(_LOSS, low, "loss", 9)
+    grad = _near(_GRAD_NORM, low, "norm", 9)
+    scale = _near(_SCALE, low, "scale", 15)
     skipped = (
         "skipping step" in low
         or ("overflow" in low and ("skip" in low or "ignoring grad" in low))  # DeepSpeed, apex; fairseq

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from crashcart.knowledge.records import LineRef
-from crashcart.parsers.metrics import MAX_POINTS, PROGRESS_PATTERN, ProgressTrail, read_point
+from crashcart.parsers.metrics import (
+    _GRAD_NORM,
+    _LOSS,
+    _SCALE,
+    MAX_POINTS,
+    PROGRESS_PATTERN,
+    ProgressTrail,
+    _near,
+    read_point,
+)
 
 # epfLLM/Megatron-LLM#11 (Megatron's training_log line)
 MEGATRON = (
@@ -132,3 +142,31 @@ def test_fairseq_overflow_is_a_skip_with_its_new_scale() -> None:
     )
     point = read_point(ref(line))
     assert point is not None and (point.loss_scale, point.skipped) == (64.0, True)
+
+
+def _real_lines() -> list[str]:
+    """Every line of the repository's real failure logs (the mined corpus, both halves: only read, never tuned)
+    and the shared dev set that holds one of the words the value patterns start from."""
+    root = Path(__file__).resolve().parents[2]
+    logs = [*(root / "evals" / "corpus").glob("*/cases/*.log"), *(root.parent / "shared" / "evalsets").glob("*/*/*")]
+    words = ("loss", "norm", "scale")
+    return [
+        line.lower()
+        for log in logs
+        if log.is_file()
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if any(w in line.lower() for w in words)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "word", "reach"), [(_LOSS, "loss", 9), (_GRAD_NORM, "norm", 9), (_SCALE, "scale", 15)]
+)
+def test_a_search_started_near_the_word_finds_what_a_whole_line_search_finds(pattern, word: str, reach: int) -> None:
+    lines = [line for line in _real_lines() if word in line]
+    assert len(lines) > 50
+    for line in lines:
+        near, whole = _near(pattern, line, word, reach), pattern.search(line)
+        assert (near and near.span()) == (whole and whole.span()), line
+    # a reach too short misses the prefixed forms: the check above can tell
+    assert _near(_LOSS, "training_loss: 1.5", "loss", 8) is None and _LOSS.search("training_loss: 1.5")
