@@ -23,7 +23,7 @@ from crashcart.agent.timeline import timelines
 from crashcart.knowledge.rule_store import RuleProposal, RuleStore, loadable_rules
 from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers.models import Skipped
-from crashcart.parsers.scan import scan_sources
+from crashcart.parsers.scan import gc_paused, scan_sources
 from crashcart.parsers.sources import ReadCap, discover, nothing_read, printable
 
 if TYPE_CHECKING:
@@ -75,11 +75,12 @@ def triage(
         raise nothing_read(skipped)
     scanned = time.perf_counter()
     tell("diagnosing", 1.0)
-    mark_rare(scans)
-    lines = timelines(scans)
-    events = build_events(scans, lines)
-    diagnosis = diagnose(events, scans, lines)
-    print_ = fingerprint(scans, events)
+    with gc_paused():  # the events and timelines of a 1,000-file job are records without cycles, like the scans
+        mark_rare(scans)
+        lines = timelines(scans)
+        events = build_events(scans, lines)
+        diagnosis = diagnose(events, scans, lines)
+        print_ = fingerprint(scans, events)
     if memory is not None:
         diagnosis = with_memory(diagnosis, recall(memory, print_, k, novelty), novelty)
     usage: LLMUsage | None = None
