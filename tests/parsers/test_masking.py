@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +149,125 @@ def test_no_catastrophic_backtracking() -> None:
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
     assert run.stdout.strip() == "done", run.stderr
+
+
+# The definition the native pass implements (parsers/_masking.c): these alternatives under Python's re.sub,
+# in this order, each replaced by its label. Kept here as the reference the native pass is compared with.
+REFERENCE = [
+    ("NCCLHOST", r"^[\w.-]+:\d+:\d+(?= \[\d+\])", "<HOST>"),  # NCCL's host:pid:tid prefix
+    ("IP", r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?:<\d+>|:\d+)?(?![\w.])", "<IP>"),
+    ("HEX", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>"),
+    ("PATH", r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?", "<PATH>"),
+    (
+        "HOST",
+        r"(?i:\b(?:node|gpu|host|worker|compute|dgx|nid|cn|ip)[-_]?(?:[a-z]+[-_])*[a-z]*\d+(?:[-_]\d+)*\b)",
+        "<HOST>",
+    ),
+    ("RANK", r"(?i:(?<=\brank)[ =:]?\d+|(?<=\blocal_rank)[ =:]+\d+)", " <RANK>"),
+    ("NUM", r"(?<![\w<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?:%|ms|s|GiB|MiB|GB|MB|KB)?(?![\w>])", "<NUM>"),
+]
+_REFERENCE = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern, _ in REFERENCE))
+_LABELS = {name: label for name, _, label in REFERENCE}
+
+
+def reference_mask(text: str) -> str:
+    return _REFERENCE.sub(lambda m: _LABELS[m.lastgroup or "NUM"], text)
+
+
+def _real_log_lines() -> list[str]:
+    """Every distinct line of the real logs at hand: the mined corpus (both halves, only read), the shared dev
+    set, the Loghub samples and the healthy corpus."""
+    root = Path(__file__).resolve().parents[2]
+    logs = [
+        *(root / "evals" / "corpus").glob("*/cases/*.log"),
+        *(root.parent / "shared" / "evalsets").glob("*/*/*"),
+        *(root.parent / "shared" / "data").rglob("*.log"),
+        *(root / "knowledge" / "healthy").glob("*.log"),
+    ]
+    lines: set[str] = set()
+    for log in logs:
+        if log.is_file():
+            lines.update(log.read_text(encoding="utf-8", errors="replace").splitlines())
+    return sorted(lines)
+
+
+def test_the_native_pass_masks_every_real_line_as_the_reference_does() -> None:
+    lines = _real_log_lines()
+    assert len(lines) > 20_000
+    wrong = [(line, mask(line), reference_mask(line)) for line in lines if mask(line) != reference_mask(line)]
+    assert wrong == []
+
+
+# Edges where the regex backtracks, looks around, or reads Unicode's word and digit classes.
+EDGES = [
+    "1.2.3.4:80x 1.2.3.4<0>x 1.2.3.4<0> 1.2.3.4:5 1.2.3.4567 1234.5.6.7 a1.2.3.4 .1.2.3.4 1.2.3.4.",
+    "0x1f 0x1fg 0xg 0x 10x1f deadbeef12 deadbeef dead_beef12 123456789a 12345678a_ x123456789ab",
+    "/a /a/b /a/b/ C:/x/y c:\\dir\\f.txt a/b/c x./a/b //a/b /a//b ~/x/y.z",
+    "node12-3x node12-3 node12_3x node-abc-12 node_-12 nodes12 host_a-b-c-1-2 gpu1 ip10 cn3_ compute1.x",
+    "NODE12 İp3 ıp3 hoſt7 worKer2 wor\u212aer2 node\u0663 node12\u0663",
+    "rank 3 rank=4 rank:5 rank6 Rank 7 RANK:8 myrank 9 local_rank 3 local_rank=4 local_rank: 5 local_rank5 x_rank 2",
+    "1.5x 1.5 -3 +4 x-3 <5 5> 5ms 5mss 5s 5GiB 5GB, 5KBx 1e5 1e5x 1E-3 2.5e+10ms 1,000,000 1.2.3 12e 12ex",
+    "\u0663\u0664 ٣.٥ \u00b2 12\u00b2 \u00e912 12\u00e9 café12 a\u200b12",
+    "",
+    " ",
+    "x" * 3 + "1" * 70 + "-1" * 70 + "x",
+    "node1" + "-1" * 70 + "_2" * 3 + "x node1" + "_1" * 70 + "x",  # groups given back past many others
+    "1" + ".1" * 100 + "x 1" + ".1" * 100 + "e5x",
+]
+
+
+@pytest.mark.parametrize("text", EDGES)
+def test_the_native_pass_masks_each_edge_as_the_reference_does(text: str) -> None:
+    assert mask(text) == reference_mask(text)
+
+
+def test_the_native_pass_agrees_on_random_lines_built_from_the_tokens_that_matter() -> None:
+    tokens = [
+        "1",
+        "12",
+        "123",
+        "1234",
+        ".",
+        ",",
+        ":",
+        "<",
+        ">",
+        "-",
+        "_",
+        "+",
+        "/",
+        "\\",
+        " ",
+        "=",
+        "e",
+        "E",
+        "x",
+        "0x",
+        "ms",
+        "s",
+        "GiB",
+        "%",
+        "a",
+        "f",
+        "g",
+        "Z",
+        "node",
+        "gpu",
+        "ip",
+        "cn",
+        "rank",
+        "local_rank",
+        "C:",
+        "~",
+        "@",
+        "\u0663",
+        "\u00e9",
+        "\u212a",
+        "ſ",
+        "İ",
+        "deadbeef",
+    ]
+    rng = random.Random(7)
+    for _ in range(20_000):
+        text = "".join(rng.choice(tokens) for _ in range(rng.randint(1, 14)))
+        assert mask(text) == reference_mask(text), text
