@@ -10,8 +10,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
-static unsigned char kind[256]; /* 0 other, 1 hex letter, 2 digit, 3 carriage return */
+enum { HEX = 1, DIGIT = 2, CR = 3 };
+static unsigned char kind[256]; /* 0 other, HEX a hex letter, DIGIT, CR a carriage return */
 
 /* Whether the hex run starting at src[i] holds a digit. */
 static int run_has_digit(const unsigned char *src, Py_ssize_t i, Py_ssize_t n) {
@@ -21,10 +24,10 @@ static int run_has_digit(const unsigned char *src, Py_ssize_t i, Py_ssize_t n) {
     return 0;
 }
 
-/* Collapse src[0:n] into dst (which has room for n bytes); returns the bytes written.
+/* collapse() one byte at a time: for text with carriage returns, which are dropped wherever they stand.
  * A group of a dashed id (a UUID's `dfcc` between digit groups) is collapsed too though it holds no digit:
  * four or more hex letters joined by a dash to a group that was, or will be, collapsed. */
-static Py_ssize_t collapse(const unsigned char *src, Py_ssize_t n, unsigned char *dst) {
+static Py_ssize_t collapse_bytewise(const unsigned char *src, Py_ssize_t n, unsigned char *dst) {
     Py_ssize_t w = 0, i = 0;
     while (i < n) {
         unsigned char k = kind[src[i]];
@@ -51,6 +54,73 @@ static Py_ssize_t collapse(const unsigned char *src, Py_ssize_t n, unsigned char
         }
     }
     return w;
+}
+
+/* The bytes of a word that are ASCII digits, as their high bits (SWAR: no byte of 128 or more counts). */
+static inline uint64_t digit_bytes(uint64_t x) {
+    const uint64_t ones = 0x0101010101010101ULL, low7 = ones * 127;
+    return ((ones * (127 + '9' + 1) - (x & low7)) & ~x & ((x & low7) + ones * (127 - ('0' - 1)))) & (ones * 128);
+}
+
+/* The first ASCII digit in src[i:n], or n: eight bytes a step where the machine is little-endian. */
+static inline Py_ssize_t next_digit(const unsigned char *src, Py_ssize_t i, Py_ssize_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, src + i, 8);
+        uint64_t found = digit_bytes(x);
+        if (found) return i + (__builtin_ctzll(found) >> 3);
+    }
+#endif
+    for (; i < n; i++) {
+        if (kind[src[i]] == DIGIT) return i;
+    }
+    return n;
+}
+
+/* Collapse src[0:n] into dst (which has room for n bytes); returns the bytes written.
+ * A group of a dashed id (a UUID's `dfcc` between digit groups) is collapsed too though it holds no digit:
+ * four or more hex letters joined by a dash to a group that was, or will be, collapsed.
+ * It goes from digit to digit, not byte by byte: the text between two runs that hold a digit is copied as it
+ * is, found eight bytes at a time, and each run is widened from its digit to its hex letters on either side.
+ * A byte-by-byte pass spent most of its time entering and leaving the short hex-letter runs of plain words
+ * ("added", "cafe"), which this pass never looks at. Text with a carriage return goes byte by byte. */
+static Py_ssize_t collapse(const unsigned char *src, Py_ssize_t n, unsigned char *dst) {
+    if (memchr(src, '\r', (size_t)n) != NULL) return collapse_bytewise(src, n, dst);
+    Py_ssize_t w = 0, i = 0; /* src[i] starts the text not yet written; it is never a hex character past 0 */
+    for (;;) {
+        Py_ssize_t d = next_digit(src, i, n);
+        if (d == n) {
+            memcpy(dst + w, src + i, (size_t)(n - i));
+            return w + n - i;
+        }
+        Py_ssize_t start = d, end = d + 1;
+        while (start > i && kind[src[start - 1]] == HEX) start--;
+        while (end < n && kind[src[end]] != 0) end++;
+        Py_ssize_t kept = start; /* a letters-only group of four or more, dashed to this run, goes too */
+        if (start - 1 > i && src[start - 1] == '-') {
+            Py_ssize_t group = start - 1;
+            while (group > i && kind[src[group - 1]] == HEX) group--;
+            if (start - 1 - group >= 4 && (group == 0 || kind[src[group - 1]] == 0)) kept = group;
+        }
+        memcpy(dst + w, src + i, (size_t)(kept - i));
+        w += kept - i;
+        if (kept < start) {
+            dst[w++] = '0';
+            dst[w++] = '-';
+        }
+        dst[w++] = '0';
+        i = end;
+        /* and the letters-only groups of four or more that follow it, dash by dash */
+        while (i + 1 < n && src[i] == '-' && kind[src[i + 1]] == HEX) {
+            Py_ssize_t group_end = i + 1;
+            while (group_end < n && kind[src[group_end]] == HEX) group_end++;
+            if (group_end - (i + 1) < 4 || (group_end < n && kind[src[group_end]] != 0)) break;
+            dst[w++] = '-';
+            dst[w++] = '0';
+            i = group_end;
+        }
+    }
 }
 
 static PyObject *keys(PyObject *self, PyObject *arg) {

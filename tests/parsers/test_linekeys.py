@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
 import pytest
 
 from crashcart.parsers._linekeys import keys, tally
@@ -112,3 +115,82 @@ def test_a_tally_counts_each_key_once_with_its_first_and_last_line() -> None:
 def test_a_tally_keys_only_the_head_of_a_huge_line() -> None:
     lines, rows = tally(b"x" * 5000 + b"1\n" + b"x" * 5000 + b"2\n", False, 100)
     assert lines == 2 and len(rows) == 1 and rows[0][2] == 2
+
+
+def reference_keys(block: bytes) -> bytes:
+    """What keys() computes, written out one byte at a time: the definition the native pass is held to."""
+    hexlike, out, i, n = set(b"0123456789abcdefABCDEF"), bytearray(), 0, len(block)
+
+    def run_end(j: int) -> int:
+        while j < n and block[j] in hexlike:
+            j += 1
+        return j
+
+    while i < n:
+        c = block[i]
+        if c == 0x0D:
+            i += 1
+        elif c not in hexlike:
+            out.append(c)
+            i += 1
+        else:
+            end = run_end(i)
+            run = block[i:end]
+            digit = any(48 <= b <= 57 for b in run)
+            after_collapsed = out[-2:] == b"0-"
+            before_digits = (
+                end < n and block[end] == 0x2D and any(48 <= b <= 57 for b in block[end + 1 : run_end(end + 1)])
+            )
+            out += b"0" if digit or (len(run) >= 4 and (after_collapsed or before_digits)) else run
+            i = end
+    return bytes(out)
+
+
+def _real_log_blocks() -> list[bytes]:
+    """The real logs at hand, each as its bytes: the mined corpus (both halves, only read), the shared dev set,
+    the Loghub samples and the healthy corpus."""
+    root = Path(__file__).resolve().parents[2]
+    logs = [
+        *(root / "evals" / "corpus").glob("*/cases/*.log"),
+        *(root.parent / "shared" / "evalsets").glob("*/*/*"),
+        *(root.parent / "shared" / "data").rglob("*.log"),
+        *(root / "knowledge" / "healthy").glob("*.log"),
+    ]
+    return [log.read_bytes() for log in logs if log.is_file()]
+
+
+def test_the_native_pass_keys_every_real_log_as_the_reference_does() -> None:
+    blocks = _real_log_blocks()
+    assert sum(map(len, blocks)) > 5_000_000
+    for block in blocks:
+        assert keys(block) == reference_keys(block)
+        assert keys(block.replace(b"\n", b"\r\n")) == reference_keys(block)  # and as a CRLF file
+
+
+def test_the_native_pass_agrees_on_random_text_built_from_the_bytes_that_matter() -> None:
+    pieces = [
+        b"0",
+        b"7",
+        b"12",
+        b"a",
+        b"f",
+        b"F",
+        b"dead",
+        b"cafe",
+        b"beef1",
+        b"g",
+        b"x",
+        b"-",
+        b"--",
+        b" ",
+        b"\r",
+        b"\n",
+        b"_",
+        b"0x",
+        b"\xff",
+        b"\xe9",
+    ]
+    rng = random.Random(11)
+    for _ in range(30_000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 24)))
+        assert keys(text) == reference_keys(text), text
