@@ -250,6 +250,10 @@ def gc_paused() -> Iterator[None]:
     file), and each full collection walks every one made so far: a third of the scan's time on 5k files, four
     fifths of unpickling the workers' results. Records hold no cycles, so there is nothing for it to find;
     reference counting still frees everything as usual.
+
+    On the way out the records made meanwhile are moved to the oldest generation without a walk (a freeze and
+    an unfreeze splice lists): left young, the first collection after the pause walked every one of them,
+    0.1 s for a 1,000-file job. Skipped when something else holds objects frozen, which an unfreeze would free.
     """
     was_on = gc.isenabled()
     gc.disable()
@@ -257,6 +261,9 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_on:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
