@@ -15,9 +15,9 @@ Shapes (sizes before --scale):
 Tiled lines are real lines with only their numbers changed (see Varier), so no two copies are the same
 bytes: a decimal run gets a decimal of random length 1-9, a 0x run random hex digits of random length in
 the same case, a bare hex ID (UUID, hash) random digits of the same length, a timestamp's fraction random
-digits. The knowledge/healthy/*.log files are left out unless --with-healthy-samples: their own
-sources.yaml says they are lines written in each program's format (two are this project's generator
-output), not captured logs.
+digits. The knowledge/healthy/*.log files are left out unless --with-healthy-samples: each is a few hundred
+lines copied from many jobs' logs in public threads (their sources.yaml lists them), and two are this
+project's generator output, so none is one job's log.
 
     python benchmarks/bench_shapes.py --out shapes.json
     python benchmarks/bench_shapes.py --shapes loghub_tiled,varied_numbers --scale 0.05
@@ -67,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--big-gb", type=float, default=10.0, help="one_big_file's size before --scale")
     p.add_argument("--drain3-limit-mb", type=float, default=30.0, help="feed Drain3 this many MB, extrapolate")
     p.add_argument("--no-drain3", action="store_true", help="skip the Drain3 baseline")
-    p.add_argument("--with-healthy-samples", action="store_true", help="also tile knowledge/healthy's format samples")
+    p.add_argument("--with-healthy-samples", action="store_true", help="also tile knowledge/healthy's samples")
     p.add_argument("--loghub", type=Path, default=LOGHUB, help="the Loghub 2k samples (<System>/<System>_2k.log)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workdir", type=Path, help="build the shapes here and keep them (default: a temp dir)")
@@ -271,7 +271,7 @@ def loghub_files(root: Path) -> list[Path]:
 
 
 def healthy_files() -> list[Path]:
-    """knowledge/healthy's format samples, without the two that are this project's generator output."""
+    """knowledge/healthy's samples from public threads, without the two that are this project's generator output."""
     return sorted(p for p in HEALTHY.glob("*.log") if not p.name.startswith("generated_"))
 
 

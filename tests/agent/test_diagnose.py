@@ -237,7 +237,8 @@ def _write(folder: Path, name: str, *lines: str) -> None:
     (folder / name).write_text("\n".join(lines) + "\n")
 
 
-# Megatron-LM's training_log (megatron/training/training.py), as in knowledge/healthy/megatron.log
+# Megatron-LM's training_log (megatron/training/training.py) in the timestamped form of NVIDIA/Megatron-LM#756's
+# lines in knowledge/healthy/megatron.log; the numbers are this test's
 STEP = (
     " [{day} {hms}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
     " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"

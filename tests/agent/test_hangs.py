@@ -133,7 +133,8 @@ def test_no_hang_while_progress_goes_on_or_a_checkpoint_is_written_after_it() ->
     assert hang_events([ends_soon], timelines([ends_soon]), []) == []
     late = _scan("rank0.log", metrics=_progress(10), last=LineRef(file="rank0.log", line=90, text=KILLING,
                                                                   time=datetime(2021, 11, 21, 8, 32, 7)))  # fmt: skip
-    # Megatron-LM's save line (knowledge/healthy/megatron.log), an hour after the last step: a long save, no hang
+    # Megatron-LM's save line (save_checkpoint's 'saving checkpoint at iteration {:7d} to {}' in
+    # megatron/training/checkpointing.py; the path is this test's), an hour after the last step: a long save, no hang
     save = CheckpointEvent(file="rank0.log", line=50, text=" saving checkpoint at iteration    1000 to /ckpt/gpt-13b",
                            time=T0 + timedelta(hours=1), op="save")  # fmt: skip
     assert hang_events([late], timelines([late]), [save]) == []

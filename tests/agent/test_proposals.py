@@ -24,7 +24,7 @@ from crashcart.parsers.rulefilter import RuleFilter
 from crashcart.parsers.templater import Templater
 
 HEALTHY_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "healthy"
-NCCL_INFO = "node00:2211:2290 [0] NCCL INFO Connected all rings"
+NCCL_INFO = "[1] node2:22555:22555 [0] NCCL INFO Connected all rings"  # NVIDIA/nccl#1232, in knowledge/healthy/nccl.log
 
 
 # -- validate_pattern: one pattern per reason, the reason beside it --------------------------------------------
@@ -45,7 +45,7 @@ NCCL_INFO = "node00:2211:2290 [0] NCCL INFO Connected all rings"
         (r"(a)\1 went away forever", ["aa went away forever"], "unsupported: backreference"),
         (r"GPU (\d+ has fallen off the bus", ["GPU 3 has fallen off the bus"], "compile: RE2 rejects it"),
         (r"(?U)GPU \d+ has fallen off the bus", ["GPU 3 has fallen off the bus"], "compile: Hyperscan rejects it"),
-        (r"NCCL INFO Connected all rings", [NCCL_INFO], "matches healthy line: 'node00:2211:2290 [0] NCCL INFO"),
+        (r"NCCL INFO Connected all rings", [NCCL_INFO], "matches healthy line: '[1] node2:22555:22555 [0] NCCL INFO"),
         (r"NCCL WARN NET/IB : Got completion", ["node1:1:2 [0] NCCL WARN NET/IB: retry"], "misses example: "),
         (r"GPU \d+ has fallen off the bus", [], "misses example: none given"),
     ],

@@ -44,7 +44,8 @@ def test_another_ranks_error_after_torchrun_started_the_teardown_is_context(tmp_
 # tr_141-hanging); rank 0's own log has its steps until then and the DataLoader worker killed at the end of the grace.
 STEPD = "slurmstepd: error: *** STEP 6053.0 ON DEL2212S020 CANCELLED AT 2024-04-23T12:18:08 ***"
 ABORTED = "srun: Job step aborted: Waiting up to 62 seconds for job step to finish."
-# Megatron-LM's training_log (megatron/training/training.py), as in knowledge/healthy/megatron.log
+# Megatron-LM's training_log (megatron/training/training.py) in the timestamped form of NVIDIA/Megatron-LM#756's
+# lines in knowledge/healthy/megatron.log; the numbers are this test's
 STEP = (
     " [2024-04-23 12:18:{ss}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
     " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"

@@ -15,7 +15,8 @@ LIT = [
     "iter 83593: loss 2.6294, time: 6669.64ms, speed: - toks/s/device",
     "iter 83594: loss 1.9491, time: 6235.95ms, speed: 1771 toks/s/device",
 ]
-# Megatron-LM's training_log (megatron/training/training.py), as in knowledge/healthy/megatron.log
+# Megatron-LM's training_log (megatron/training/training.py) in the timestamped form of NVIDIA/Megatron-LM#756's
+# lines in knowledge/healthy/megatron.log; the numbers are this test's
 MEGATRON = (
     " [2024-05-01 10:{mm}] iteration      {it}/  100000 | consumed samples:       522240 | elapsed time per"
     " iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 |"

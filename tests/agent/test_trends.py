@@ -120,10 +120,10 @@ DS_FULL = (
     " percent = 84.6%"
 )
 DS_KILLING = "[2024-01-22 16:50:49,553] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 1080504"
-# knowledge/healthy/deepspeed.log: the same report on a host with room to spare
+# deepspeedai/DeepSpeed#849, in knowledge/healthy/deepspeed.log: the same report on a host with room to spare
 DS_ROOMY = (
-    "[2024-05-01 10:00:14,501] [INFO] [utils.py:787:see_memory_usage] CPU Virtual Memory:  used = 101.34 GB,"
-    " percent = 10.1%"
+    "[2021-03-10 15:27:46,895] [INFO] [utils.py:564:see_memory_usage] CPU Virtual Memory:  used = 62.62 GB,"
+    " percent = 49.8%"
 )
 
 

@@ -425,11 +425,13 @@ def test_an_upload_that_decompresses_past_the_cap_is_read_to_the_cap(make_bot, b
     """A small .zst can hold gigabytes (issue 9): the bot reads max_decompressed_bytes of it, and says so."""
     import zstandard
 
-    # 23 MB of torchrun's start-up warning (knowledge/healthy/torchrun.log), in a few KB; no progress line, which
-    # after the OOM would say the rank trained on past it
+    # 36 MB of torchrun's start-up warning as CloudWatch showed it (aws/aws-ofi-nccl#715, in
+    # knowledge/healthy/torchrun.log), in a few KB; no progress line, which after the OOM would say the rank trained
+    # on past it
     filler = (
-        "W0501 10:00:00.000000 139 torch/distributed/run.py:779] *****************************************\n" * 250_000
-    )
+        "  | 2024-12-04T05:26:27.056Z | W1204 05:26:26.878000 17959 site-packages/torch/distributed/run.py:793] "
+        "*****************************************\n"
+    ) * 250_000
     bot = make_bot(max_decompressed_bytes=50_000)
     bot.api.add_file("F1", "rank3.log.zst", zstandard.ZstdCompressor(level=19).compress((OOM + filler).encode()))
     bot.mention("", files=[{"id": "F1"}])

@@ -24,6 +24,7 @@ SAMPLES = [
     "generated_per_node.log",
     "generated_slurm.log",
 ]
+CAPTURED = SAMPLES[:7]  # copied from public threads and pages; the last two are the eval generator's output
 
 
 @pytest.fixture
@@ -43,6 +44,13 @@ def test_every_log_file_is_in_the_manifest_and_every_entry_exists() -> None:
     assert sorted(listed) == sorted(p.name for p in HEALTHY_DIR.glob("*.log"))
     assert listed == SAMPLES  # the corpus reads them in this order; the first healthy match reported follows it
     assert all(s.printed_by and s.origin for s in load_sources(HEALTHY_DIR).samples)
+
+
+def test_every_captured_file_names_the_threads_its_lines_were_copied_from() -> None:
+    samples = {s.file: s for s in load_sources(HEALTHY_DIR).samples}
+    assert all(len(samples[name].sources) >= 5 for name in CAPTURED), {n: samples[n].sources for n in CAPTURED}
+    assert all(samples[name].sources == [] for name in SAMPLES if name not in CAPTURED)  # generated, no thread
+    assert "NVIDIA/nccl#1231" in samples["nccl.log"].sources  # the maintainer who calls plugin-not-found harmless
 
 
 def test_the_corpus_is_every_distinct_line_of_the_samples() -> None:
@@ -92,8 +100,13 @@ def test_an_unlisted_log_file_names_the_fix(folder: Path) -> None:
         (lambda t: t.replace("    origin:", "    source:", 1), r"samples\.0\.origin: Field required"),
         (lambda t: t.replace("file: kernel.log", "file: nccl.log"), r"a file is listed twice: \['nccl\.log'\]"),
         (lambda t: t.replace("file: kernel.log", "file: kernel.txt"), r"samples\.2\.file: String should match"),
+        (lambda t: t.replace("- NVIDIA/nccl#352", "- nccl issue 352"), r"samples\.4\.sources\.0: String should match"),
+        (
+            lambda t: t.replace("- NVIDIA/nccl#1126", "- NVIDIA/nccl#352"),
+            r"nccl\.log lists a source twice: \['NVIDIA/nccl#352'\]",
+        ),
     ],
-    ids=["version", "field", "twice", "not-a-log"],
+    ids=["version", "field", "twice", "not-a-log", "not-a-source", "source-twice"],
 )
 def test_an_invalid_manifest_names_the_file(folder: Path, edit, message: str) -> None:
     manifest = folder / SOURCES

@@ -11,12 +11,12 @@ from crashcart.parsers._linekeys import keys, tally
 from crashcart.parsers.attribution import rank_prefix
 from crashcart.parsers.templater import TemplateCounts, Templater
 
-# knowledge/healthy/generated_per_node.log (the generator's NCCL init line) and deepspeed.log (DeepSpeed's
-# log_dist format; knowledge/healthy/sources.yaml says its addresses and times are illustrative)
+# knowledge/healthy/generated_per_node.log (the generator's NCCL init line) and deepspeed.log (DeepSpeed's log_dist
+# line as deepspeedai/DeepSpeed#2920 shows it)
 NCCL_COMM = b"[default0]:node00:45433:45597 [0] NCCL INFO comm 0x55d454330 rank 0 nranks 4 cudaDev 0 busId 1b000"
 DS_SCHEDULER = (
-    b"[2024-05-01 10:00:21,101] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed LR Scheduler = "
-    b"<deepspeed.runtime.lr_schedules.WarmupDecayLR object at 0x7f3c2d1e0a90>"
+    b"[2023-03-03 02:20:30,033] [INFO] [logging.py:68:log_dist] [Rank 0] DeepSpeed LR Scheduler = "
+    b"<megatron.learning_rates.AnnealingLR object at 0x7fdea6b68d50>"
 )
 
 
@@ -30,7 +30,7 @@ DS_SCHEDULER = (
         (
             DS_SCHEDULER,
             b"[0-0-0 0:0:0,0] [INFO] [logging.py:0:log_dist] [Rank 0] DeepSpeed LR Scheduler = "
-            b"<deepspeed.runtime.lr_schedules.WarmupDecayLR object at 0x0>",
+            b"<megatron.learning_rates.AnnealingLR object at 0x0>",
         ),
         (b"uuid 550e8400-e29b-41d4-a716-446655440000", b"uuid 0-0-0-0-0"),
         (b"Added deface bad", b"Added deface bad"),  # hex letters without a digit are words

@@ -103,7 +103,8 @@ def test_the_pattern_finds_progress_lines_and_not_lookalikes() -> None:
     pattern = re.compile(PROGRESS_PATTERN)
     for line in (MEGATRON, DS_OVERFLOW, HF_LOSS, HF_GRAD, BIGDL):
         assert pattern.search(line), line
-    # Megatron's timer lines (knowledge/healthy/megatron.log) carry "step" only inside a timer's name
+    # Megatron's timer lines (the `(min, max) time across ranks (ms):` block its timers print; no real one is in
+    # knowledge/healthy) carry "step" only inside a timer's name
     assert not pattern.search("    optimizer-inner-step ...........................: (20.66, 20.72)")
 
 
