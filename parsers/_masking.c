@@ -242,11 +242,19 @@ static PyObject *mask(PyObject *self, PyObject *arg) {
         return NULL;
     }
     Text t = {PyUnicode_DATA(arg), PyUnicode_KIND(arg), PyUnicode_GET_LENGTH(arg)};
-    /* each match is one character or more and its label seven at most: the output is never 7x longer */
-    Py_UCS4 *out = PyMem_Malloc(sizeof(Py_UCS4) * (size_t)(t.n * 7 + 1));
+    Py_ssize_t room = t.n + 64, w = 0, p = 0; /* grown when labels outgrow what they replace */
+    Py_UCS4 *out = PyMem_Malloc(sizeof(Py_UCS4) * (size_t)room);
     if (out == NULL) return PyErr_NoMemory();
-    Py_ssize_t w = 0, p = 0;
     while (p < t.n) {
+        if (w + 8 > room) { /* a label is seven characters at most */
+            Py_UCS4 *grown = PyMem_Realloc(out, sizeof(Py_UCS4) * (size_t)(room * 2));
+            if (grown == NULL) {
+                PyMem_Free(out);
+                return PyErr_NoMemory();
+            }
+            out = grown;
+            room *= 2;
+        }
         const char *label = NULL;
         Py_ssize_t e;
         if ((e = m_ncclhost(&t, p)) >= 0) label = "<HOST>";

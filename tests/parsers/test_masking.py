@@ -213,6 +213,7 @@ EDGES = [
     "x" * 3 + "1" * 70 + "-1" * 70 + "x",
     "node1" + "-1" * 70 + "_2" * 3 + "x node1" + "_1" * 70 + "x",  # groups given back past many others
     "1" + ".1" * 100 + "x 1" + ".1" * 100 + "e5x",
+    "rank1 1 " * 3000,  # labels seven times wider than the characters they replace: the output outgrows the input
 ]
 
 
