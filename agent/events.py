@@ -146,7 +146,12 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, str]:
     """
     seen: dict[int, Counter[str]] = {}
     for scan in scans:
-        pairs = [(_global_rank(ref, scan), ref.node) for stat in scan.templates for ref in (stat.first, stat.last)]
+        pairs = [
+            (_global_rank(ref, scan), ref.node)
+            for stat in scan.templates
+            for ref in (stat.first, stat.last)
+            if ref.node
+        ]  # a line without a host teaches no rank its host
         for hit in scan.hits:  # NCCL's "comm 0x.. rank 19 nranks 32" names the global rank itself
             named = small_int(hit.captures.get("rank", ""))
             pairs.append((named if named is not None else _global_rank(hit.ref, scan), hit.ref.node))
@@ -170,7 +175,8 @@ def _summary_pairs(scan: FileScan) -> list[tuple[int | None, str | None]]:
 
 
 def _global_rank(ref: LineRef, scan: FileScan) -> int | None:
-    found = _GLOBAL_RANK.search(ref.text[:80])
+    head = ref.text[:80]
+    found = _GLOBAL_RANK.search(head) if "[rank" in head else None  # the pattern's literal: most lines lack it
     return small_int(found.group(1)) if found else scan.rank
 
 
