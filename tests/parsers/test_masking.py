@@ -37,7 +37,7 @@ REAL_LINES = [
         "machine-2:41626:45224 [6] NCCL INFO Channel 01 : 14[b1000] -> 6[b1000] [receive] via NET/IB/0/GDRDMA",
         "<HOST> [<NUM>] NCCL INFO Channel <NUM> : <NUM>[b1000] -> <NUM>[b1000] [receive] via NET/IB/<NUM>/GDRDMA",
     ),
-    # knowledge/healthy/megatron.log
+    # epfLLM/Megatron-LLM#11 (knowledge/healthy/megatron.log)
     (
         " iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration"
         " (ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 |"
