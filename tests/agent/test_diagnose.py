@@ -14,6 +14,21 @@ from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, R
 from crashcart.parsers.models import FileScan, Frame, StackDump, TemplateStat
 
 T0 = datetime(2024, 11, 28, 7, 0, 0)
+# oobabooga/textgen#1490 (dev case r-gpuoom-lora-ckpt-save-textgen-663)
+OOM = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 68.00 MiB (GPU 0; 23.99 GiB"
+    " total capacity; 22.07 GiB already allocated; 0 bytes free; 22.99 GiB reserved in total by PyTorch)"
+    " If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation. "
+    " See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF"
+)
+# torchrun's failure summary's first line (Vision-CAIR/MiniGPT-4#237, as in tests/agent/test_events.py)
+CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "
+# epfLLM/Megatron-LLM#11 (knowledge/healthy/megatron.log)
+ITERATION_122 = (
+    " iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration (ms):"
+    " 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 | loss"
+    " scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
 
 
 def _scan(file: str, node: str | None, ranks: list[int | None], templates: list[str] = ("x <NUM>",)) -> FileScan:
@@ -64,9 +79,14 @@ def _timeout(node: str, minutes: int, rank: int | None = None) -> CollectiveTime
         line=50,
         node=node,
         rank=rank,
-        text="Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE",
+        # NVIDIA/Megatron-LM#735 (shared dev set, d-timeout-001)
+        text=(
+            "[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout:"
+            " WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381"
+            " milliseconds before timing out."
+        ),
         op="ALLREDUCE",
-        seq=7,
+        seq=305,
         rule_id="watchdog-timeout",
         failure_class=FailureClass.COLLECTIVE_TIMEOUT,
         action=Action.RETRY,
@@ -82,7 +102,7 @@ def test_xid_on_one_node_beats_timeouts_everywhere_and_names_the_node() -> None:
         file="kernel-node07.log",
         line=3,
         node="node07",
-        text="NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen",
+        text="[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",  # wilicc/gpu-burn#1
         rule_id="xid-hw",
         failure_class=FailureClass.GPU_HARDWARE,
         action=Action.DRAIN_NODE_AND_RETRY,
@@ -120,26 +140,33 @@ def test_silent_rank_is_reported_as_the_laggard_of_a_timeout() -> None:
 
 def test_higher_priority_root_cause_wins_over_generic_exception() -> None:
     events = [
-        _fail(FailureClass.CODE_BUG, 35, line=2, text="AttributeError: x"),
-        _fail(FailureClass.GPU_OOM, 85, line=1, text="torch.OutOfMemoryError: CUDA out of memory.", rank=3),
-        _fail(FailureClass.UNKNOWN, 10, role=Role.SYMPTOM, line=9, text="ChildFailedError"),
+        # Megvii-BaseDetection/YOLOX#184 (dev case e-code-torch-typo-yolox-068)
+        _fail(FailureClass.CODE_BUG, 35, line=2, text="AttributeError: module 'torch' has no attribute 'tensor_as'"),
+        _fail(FailureClass.GPU_OOM, 85, line=1, text=OOM, rank=3),
+        _fail(FailureClass.UNKNOWN, 10, role=Role.SYMPTOM, line=9, text=CHILD_FAILED),
     ]
     d = diagnose(events, [_scan("a.log", None, [0, 1, 2, 3])])
     assert d.failure_class is FailureClass.GPU_OOM
     assert d.faulty_ranks == [3]
-    assert d.evidence[0].text.startswith("torch.OutOfMemoryError")
+    assert d.evidence[0].text.startswith("torch.cuda.OutOfMemoryError")
 
 
 def test_first_error_in_time_beats_the_connection_resets_it_caused() -> None:
     events = [
-        _fail(FailureClass.HOST_OOM, 40, node="node03", file="node03.log", minutes=0, text="Killed"),
+        _fail(
+            FailureClass.HOST_OOM, 40, node="node03", file="node03.log", minutes=0, text="Killed"
+        ),  # castorini/hedwig#70
         _fail(
             FailureClass.NETWORK,
             50,
             node="node01",
             file="node01.log",
             minutes=2,
-            text="NCCL WARN socketProgressOpt: Call to recv failed : Connection reset by peer",
+            # NVIDIA/nccl#1920 (dev case r-net-sockreset-004)
+            text=(
+                "2025-11-24T03:20:21.001125857Z [2025-11-24 11:20:21] gpu-server320 [5] misc/socket.cc:46 NCCL WARN"
+                " socketProgressOpt: Call to send to 10.44.137.149<52905> failed : Connection reset by peer"
+            ),
         ),
     ]
     scans = [_scan(f"node0{i}.log", f"node0{i}", [None]) for i in range(4)]
@@ -166,11 +193,12 @@ def test_class_on_every_rank_names_no_rank() -> None:
 
 
 def test_stage_and_iteration_from_progress_and_rule_stage() -> None:
-    progress = ProgressEvent(file="a.log", line=1, text=" iteration 1200/ 5000 |", iteration=1200, rank=0)
+    # a Megatron iteration line (epfLLM/Megatron-LLM#11, knowledge/healthy/megatron.log)
+    progress = ProgressEvent(file="a.log", line=1, text=ITERATION_122, iteration=122, rank=0)
     oom = _fail(FailureClass.GPU_OOM, 85, line=2, rank=0)
     d = diagnose([progress, oom], [_scan("a.log", None, [0])])
-    assert d.stage is Stage.TRAINING and d.iteration == 1200
-    save = _fail(
+    assert d.stage is Stage.TRAINING and d.iteration == 122
+    save = _fail(  # unslothai/unsloth#534 (dev case r-m2-storage-enospc-kaggle-unsloth-022)
         FailureClass.STORAGE, 75, line=2, text="OSError: [Errno 28] No space left on device", stage=Stage.CHECKPOINT
     )
     assert diagnose([progress, save], [_scan("a.log", None, [0])]).stage is Stage.CHECKPOINT
@@ -187,10 +215,10 @@ def test_unknown_when_no_signal_shows_rare_error_lines() -> None:
 
 def test_unknown_class_symptom_alone_stays_unknown() -> None:
     d = diagnose(
-        [_fail(FailureClass.UNKNOWN, 10, role=Role.SYMPTOM, text="ChildFailedError")], [_scan("a.log", None, [None])]
+        [_fail(FailureClass.UNKNOWN, 10, role=Role.SYMPTOM, text=CHILD_FAILED)], [_scan("a.log", None, [None])]
     )
     assert d.failure_class is FailureClass.UNKNOWN
-    assert d.evidence[0].text == "ChildFailedError"
+    assert d.evidence[0].text == CHILD_FAILED
 
 
 def test_evidence_is_capped_and_deduplicated() -> None:
@@ -203,30 +231,54 @@ def test_evidence_is_capped_and_deduplicated() -> None:
 
 
 def test_node_named_by_the_message_outranks_the_node_that_printed_it() -> None:
-    accused = _fail(FailureClass.NODE_FAILURE, 88, node="node02", text="srun: error: Node failure on node02")
+    # srun's accusation (GoogleCloudPlatform/cluster-toolkit#1600) and slurmstepd's banner on the host that printed
+    # it (the Jean Zay logbook line of tests/agent/test_events.py): two jobs' lines, one job's hosts
+    accused = _fail(
+        FailureClass.NODE_FAILURE,
+        88,
+        node="hpcsmall-debug-ghpc-0",
+        text="srun: error: Node failure on hpcsmall-debug-ghpc-0",
+    )
     accused = accused.model_copy(update={"names_node": True})
     printer = _fail(
         FailureClass.NODE_FAILURE,
         88,
-        node="node00",
+        node="jean-zay-iam17",
         line=2,
-        text="*** JOB 4 ON node00 CANCELLED AT 2026-07-10T20:17:51 DUE TO NODE FAILURE ***",
+        text=(
+            "slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T03:17:51 DUE TO NODE"
+            " FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+        ),
     )
-    d = diagnose([accused, printer], [_scan(f"node0{i}.log", f"node0{i}", [None]) for i in range(4)])
-    assert d.faulty_nodes == ["node02"]
+    hosts = ["jean-zay-iam17", "hpcsmall-debug-ghpc-0", "node02", "node03"]
+    d = diagnose([accused, printer], [_scan(f"{h}.log", h, [None]) for h in hosts])
+    assert d.faulty_nodes == ["hpcsmall-debug-ghpc-0"]
 
 
 def test_weak_echoes_of_the_class_do_not_add_nodes() -> None:
-    kernel = _fail(FailureClass.HOST_OOM, 85, node="node02", file="k.log", text="Out of memory: Killed process 4")
-    launcher = _fail(FailureClass.HOST_OOM, 40, node="node00", file="s.out", text="failed (exitcode: -9)")
-    d = diagnose([kernel, launcher], [_scan(f"node0{i}.log", f"node0{i}", [None]) for i in range(4)])
-    assert d.faulty_nodes == ["node02"]
+    # the kernel's OOM killer on its host (docker/for-linux#1001) and the launcher's echo with no host in it
+    # (xxayt/MGSV#2, shared dev set d-hostoom-001), printed on another node
+    host = "ubuntu-s-1vcpu-2gb-ams3-01"
+    oom_kill = (
+        "May 15 23:09:30 ubuntu-s-1vcpu-2gb-ams3-01 kernel: [  518.050606] Out of memory: Killed process 15784"
+        " (python3) total-vm:11964kB, anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB"
+    )
+    echo = (
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 178) of binary:"
+        " /root/miniconda3/envs/MGSV_env/bin/python"
+    )
+    kernel = _fail(FailureClass.HOST_OOM, 85, node=host, file="k.log", text=oom_kill)
+    launcher = _fail(FailureClass.HOST_OOM, 40, node="node00", file="s.out", text=echo)
+    hosts = ["node00", "node01", host, "node03"]
+    d = diagnose([kernel, launcher], [_scan(f"{h}.log", h, [None]) for h in hosts])
+    assert d.faulty_nodes == [host]
 
 
 def test_job_wide_classes_name_no_culprit_rank() -> None:
     events = [
-        _fail(FailureClass.LOSS_DIVERGENCE, 70, rank=7, text="lm loss: nan"),
-        _fail(FailureClass.LOSS_DIVERGENCE, 70, rank=15, line=2, text="lm loss: nan"),
+        # vpetren/gradnorm_tf#17 (shared dev set, d-loss-nan-002), as two ranks would print it
+        _fail(FailureClass.LOSS_DIVERGENCE, 70, rank=7, text="epoch: 3451 loss: nan"),
+        _fail(FailureClass.LOSS_DIVERGENCE, 70, rank=15, line=2, text="epoch: 3451 loss: nan"),
     ]
     d = diagnose(events, [_scan("a.log", None, list(range(16)))])
     assert (d.failure_class, d.faulty_nodes, d.faulty_ranks) == (FailureClass.LOSS_DIVERGENCE, [], [])

@@ -56,6 +56,7 @@ def _scan(file: str, hits: list[RuleHit], templates: list[TemplateStat] = ()) ->
 
 
 def test_repeated_hits_collapse_into_one_event_with_a_count() -> None:
+    # NVIDIA/NeMo-Aligner#502's exception line
     hits = [_hit("a.log", n, "OSError: [Errno 5] Input/output error", rank=0) for n in (5, 9, 12)]
     events = build_events([_scan("a.log", hits)])
     assert len(events) == 1
@@ -68,7 +69,7 @@ def test_kinds_xid_timeout_checkpoint() -> None:
         _hit(
             "k.log",
             1,
-            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1",
+            "[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",  # wilicc/gpu-burn#1
             FailureClass.GPU_HARDWARE,
             rule="xid",
             captures={"xid": "79"},
@@ -76,27 +77,31 @@ def test_kinds_xid_timeout_checkpoint() -> None:
         _hit(
             "k.log",
             2,
-            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE",
+            # NVIDIA/Megatron-LM#735 (shared dev set, d-timeout-001)
+            "[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout:"
+            " WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381"
+            " milliseconds before timing out.",
             FailureClass.COLLECTIVE_TIMEOUT,
             rule="wd",
             role=Role.SYMPTOM,
-            captures={"seq": "12", "op": "ALLREDUCE"},
+            captures={"seq": "305", "op": "ALLREDUCE"},
         ),
         _hit(
             "k.log",
             3,
-            "loading checkpoint from /ckpt at iteration 100",
+            " loading checkpoint from /nas/megatron_gpt/ at iteration 100",  # intelligent-machine-learning/dlrover#977
             FailureClass.STORAGE,
             rule="ck",
             role=Role.CONTEXT,
             stage=Stage.CHECKPOINT,
         ),
-        _hit("k.log", 4, "cluster state healthy", FailureClass.STORAGE, rule="ctx", role=Role.CONTEXT),
+        # NCCL's version line (knowledge/healthy/nccl.log), hit by a context rule of no kind
+        _hit("k.log", 4, "NCCL version 2.21.5+cuda12.4", FailureClass.STORAGE, rule="ctx", role=Role.CONTEXT),
     ]
     events = build_events([_scan("k.log", hits)])
     assert [type(e) for e in events] == [XidEvent, CollectiveTimeoutEvent, CheckpointEvent]
     assert events[0].xid == 79
-    assert (events[1].seq, events[1].op) == (12, "ALLREDUCE")
+    assert (events[1].seq, events[1].op) == (305, "ALLREDUCE")
     assert events[2].op == "load"
 
 
@@ -114,15 +119,40 @@ def test_time_order_across_files_and_untimed_lines_inherit_their_files_time() ->
 
 
 def test_progress_event_from_the_last_line_of_an_iteration_template() -> None:
-    first = LineRef(file="a.log", line=1, text=" iteration      10/  500 | lm loss: 2.1 |", rank=0)
-    last = LineRef(file="a.log", line=90, text=" iteration     1200/  500 | lm loss: 1.9 |", rank=0)
-    stat = TemplateStat(
-        template_id="t", template=" iteration <NUM>/ <NUM> | lm loss: <NUM> |", rank=0, count=50, first=first, last=last
+    # two of Megatron's iteration lines (epfLLM/Megatron-LLM#11, knowledge/healthy/megatron.log) and their template
+    first = LineRef(
+        file="a.log",
+        line=1,
+        text=(
+            " iteration      122/  250000 | consumed samples:       124928 | elapsed time per"
+            " iteration (ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss:"
+            " 2.504220E+00 | loss scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 |"
+            " number of nan iterations:   0 |"
+        ),
+        rank=0,
     )
+    last = LineRef(
+        file="a.log",
+        line=90,
+        text=(
+            " iteration      125/  250000 | consumed samples:       128000 | elapsed time per"
+            " iteration (ms): 89075.2 | learning rate: 9.375E-06 | global batch size:  1024 | lm loss:"
+            " 2.477393E+00 | loss scale: 1.0 | grad norm: 0.356 | number of skipped iterations:   0 |"
+            " number of nan iterations:   0 |"
+        ),
+        rank=0,
+    )
+    template = (
+        "iteration <NUM>/ <NUM> | consumed samples: <NUM> | elapsed time per iteration (ms): <NUM>"
+        " | learning rate: <NUM> | global batch size: <NUM> | lm loss: <NUM> | loss scale: <NUM> |"
+        " grad norm: <NUM> | number of skipped iterations: <NUM> | number of nan iterations: <NUM>"
+        " |"
+    )
+    stat = TemplateStat(template_id="t", template=template, rank=0, count=50, first=first, last=last)
     other = TemplateStat(template_id="u", template="hello <NUM>", count=1, first=first, last=first)
     events = build_events([_scan("a.log", [], [stat, other])])
     assert len(events) == 1 and isinstance(events[0], ProgressEvent)
-    assert (events[0].iteration, events[0].line, events[0].count) == (1200, 90, 50)
+    assert (events[0].iteration, events[0].line, events[0].count) == (125, 90, 50)
 
 
 def test_a_slurm_job_step_is_no_progress(tmp_path: Path) -> None:
@@ -148,37 +178,45 @@ def test_rank_hosts_from_nccl_init_lines_places_rank_only_events_on_their_node()
     init = _hit(
         "slurm-1.out",
         3,
-        "node02:4311:4400 [3] NCCL INFO comm 0x55 rank 19 nranks 32 - Init COMPLETE",
+        # deepspeedai/DeepSpeed#2931 (dev case r-net-ibretry-010)
+        "PHLRR4036:24142:24263 [3] NCCL INFO comm 0x5562191160f0 rank 3 nranks 16 cudaDev 3 busId 13000"
+        " - Init COMPLETE",
         rule="ctx.nccl_init",
         role=Role.CONTEXT,
-        node="node02",
+        node="PHLRR4036",
         rank=1,
-        captures={"rank": "19"},
+        captures={"rank": "3"},
     )
     oom = _hit(
         "slurm-1.out",
         90,
-        "[rank19]: torch.OutOfMemoryError: CUDA out of memory.",
+        # QwenLM/Qwen3-Coder#174 (shared dev set, d-gpuoom-001), a rank-3 line with no host on it
+        "2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB. GPU 3"
+        " has a total capacity of 79.10 GiB of which 98.00 MiB is free. Process 387746 has 78.89 GiB memory in use."
+        " Of the allocated memory 70.12 GiB is allocated by PyTorch, and 765.81 MiB is reserved by PyTorch but"
+        " unallocated. If reserved but unallocated memory is large try setting"
+        " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory"
+        " Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
         FailureClass.GPU_OOM,
         rule="oom",
-        rank=19,
+        rank=3,
     )
     events = build_events([_scan("slurm-1.out", [init, oom])])
-    assert [(e.rule_id, e.node, e.rank) for e in events] == [("oom", "node02", 19)]
+    assert [(e.rule_id, e.node, e.rank) for e in events] == [("oom", "PHLRR4036", 3)]
 
 
 def test_a_node_named_in_the_message_is_the_events_node() -> None:
     hit = _hit(
         "slurm-1.out",
         3,
-        "srun: error: Node failure on node07",
+        "srun: error: Node failure on hpcsmall-debug-ghpc-0",  # GoogleCloudPlatform/cluster-toolkit#1600
         FailureClass.NODE_FAILURE,
         rule="nf",
         node="node00",
-        captures={"node": "node07"},
+        captures={"node": "hpcsmall-debug-ghpc-0"},
     )
     (event,) = build_events([_scan("slurm-1.out", [hit])])
-    assert (event.node, event.names_node) == ("node07", True)
+    assert (event.node, event.names_node) == ("hpcsmall-debug-ghpc-0", True)
 
 
 def test_a_host_a_report_names_is_the_events_node_without_a_capture() -> None:

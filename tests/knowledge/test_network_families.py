@@ -93,9 +93,13 @@ def test_a_store_whose_host_closed_the_socket_is_a_network_symptom(tmp_path: Pat
     assert report.diagnosis.evidence[0].rule_id == "net.dist_network_error"
 
 
-# NCCL 2.2x's IB async thread and resiliency, as libnccl.so 2.32.3 (the nvidia-nccl-cu12 wheel) formats them, with
-# the event and status names of libibverbs (ibv_event_type_str, ibv_wc_status_str); plausible values filled in
-NCCL_2_2X_ASYNC_FATAL = "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error"
+# NCCL 2.25's IB async thread on a fatal QP event, as an nccl-tests run printed it (NVIDIA/nccl#1919)
+NCCL_2_2X_ASYNC_FATAL = (
+    "node-0:139577:139678 [0] transport/net_ib.cc:154 NCCL WARN NET/IB : mlx5_1:1 async fatal event on QP"
+    " (0x7309dc3bb338): invalid request local work queue error"
+)
+# NCCL 2.2x's resiliency, as libnccl.so 2.32.3 (the nvidia-nccl-cu12 wheel) formats it; plausible values filled in
+# (no run that printed it is at hand)
 NCCL_2_2X_NOT_FATAL = "gpu-node-07:1234:1290 [3] NCCL WARN NET/IB: send: The error is not fatal. Trying to continue..."
 
 

@@ -15,76 +15,128 @@ from crashcart.knowledge.taxonomy import FailureClass, Role
 ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 CORPUS = Path(__file__).resolve().parents[2] / "evals" / "corpus"
 
-HEALTHY_LOG = """\
-W0501 10:00:00.000000 139 torch/distributed/run.py:779] *****************************************
-W0501 10:00:00.000000 139 torch/distributed/run.py:779] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
-using world size: 16, data-parallel size: 2, context-parallel size: 1, tensor-model-parallel size: 8, pipeline-model-parallel size: 1
------------------------- arguments ------------------------
-  accumulate_allreduce_grads_in_fp32 .............. True
-  check_for_nan_in_loss_and_grad .................. True
-  clip_grad ....................................... 1.0
-  data_path ....................................... ['/data/pile/pile_text_document']
-  distributed_timeout_minutes ..................... 10
-  empty_unused_memory_level ....................... 0
-  exit_on_missing_checkpoint ...................... False
-  bf16 ............................................ True
-  fp16 ............................................ False
-  loss_scale ...................................... None
-  loss_scale_window ............................... 1000
-  no_load_optim ................................... None
-  no_save_optim ................................... None
-  save ............................................ /ckpt/gpt-13b
-  save_interval ................................... 500
-  use_distributed_optimizer ....................... True
-  use_flash_attn .................................. True
-  world_size ...................................... 16
--------------------- end of arguments ---------------------
-> initializing torch distributed ...
-[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu-node-01]:29500 (errno: 111 - Connection refused).
-[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).
-gpu-node-01:2211:2211 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>
-gpu-node-01:2211:2211 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.
-gpu-node-01:2211:2211 [0] NCCL INFO cudaDriverVersion 12040
-NCCL version 2.21.5+cuda12.4
-gpu-node-01:2211:2290 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>
-gpu-node-01:2211:2290 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.
-gpu-node-01:2211:2290 [0] NCCL INFO Call to connect returned Connection refused, retrying
-gpu-node-01:2211:2290 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
-gpu-node-01:2211:2290 [0] NCCL INFO Connected all rings
-gpu-node-01:2211:2290 [0] NCCL INFO comm 0x55d4c2a0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 commId 0x8a4b1c2d3e4f5a6b - Init COMPLETE
-kernel: mlx5_core 0000:86:00.0 ens1f0np0: Link up
-/usr/lib/python3/dist-packages/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: '/usr/lib/python3/dist-packages/torchvision/image.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev'
-> building GPT model ...
- > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 1623654400
-[after model, optimizer, and learning rate scheduler are built] datetime: 2024-05-01 10:02:11
- loading checkpoint from /ckpt/gpt-13b at iteration 500
-  successfully loaded checkpoint from /ckpt/gpt-13b [ t 1/8, p 1/1 ] at iteration 500
-> building train, validation, and test datasets ...
-Token indices sequence length is longer than the specified maximum sequence length for this model (5000 > 4096). Running this sequence through the model will result in indexing errors
-[after dataloaders are built] datetime: 2024-05-01 10:02:40
-[before the start of training step] datetime: 2024-05-01 10:02:40
- [2024-05-01 10:03:10] iteration      510/  100000 | consumed samples:       522240 | elapsed time per iteration (ms): 2950.1 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.345678E+00 | loss scale: 1.0 | grad norm: 0.412 | number of skipped iterations:   0 | number of nan iterations:   0 |
-[Rank 0] (after 510 iterations) memory (MB) | allocated: 21234.5 | max allocated: 60321.0 | reserved: 65012.0 | max reserved: 65012.0
- [2024-05-01 10:03:40] iteration      520/  100000 | consumed samples:       532480 | elapsed time per iteration (ms): 2948.7 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.331002E+00 | loss scale: 1.0 | grad norm: 0.398 | number of skipped iterations:   0 | number of nan iterations:   0 |
- [2024-05-01 10:04:10] iteration      530/  100000 | consumed samples:       542720 | elapsed time per iteration (ms): 2951.3 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: 2.329871E+00 | loss scale: 1.0 | grad norm: 0.405 | number of skipped iterations:   0 | number of nan iterations:   0 |
-[2024-05-01 10:04:30,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768
-Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0
-{'loss': 2.3456, 'grad_norm': 1.23, 'learning_rate': 5e-05, 'epoch': 0.1}
-Epoch 0:  45%|████▌     | 450/1000 [05:00<06:06,  1.50it/s, loss=2.31, v_num=0]
- validation loss at iteration 1000 | lm loss value: 2.301234E+00 | lm loss PPL: 9.985432E+00 |
- saving checkpoint at iteration    1000 to /ckpt/gpt-13b in torch_dist format
-  successfully saved checkpoint from iteration    1000 to /ckpt/gpt-13b [ t 1/8, p 1/1 ]
-(min, max) time across ranks (ms):
-    save-checkpoint ................................: (8123.45, 8130.12)
-kernel: nfs: server nfs01 OK
-kernel: EDAC MC0: 1 CE error on CPU#0Channel#2_DIMM#0 (channel:2 slot:0 page:0x0 offset:0x0 grain:8 syndrome:0x0)
-        Remapping Failure Occurred        : No
-        Volatile Uncorr. ECC              : 0
-gpu-node-01:2211:2295 [0] NCCL INFO [Service thread] Connection closed by localRank 1
-exiting program at iteration 1000
-[after training is done] datetime: 2024-05-01 11:00:00
-gpu-node-01:2211:2211 [0] NCCL INFO comm 0x55d4c2a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE
-"""  # noqa: E501
+# A healthy run's lines, the alarming-looking ones included (warnings, retries, overflows that recover, ECC
+# columns): each block is copied verbatim from the file or thread named above it; the knowledge/healthy files
+# list the public threads their lines come from in knowledge/healthy/sources.yaml.
+HEALTHY_LOG_BLOCKS: list[list[str]] = [
+    # torchrun's start-up warnings (knowledge/healthy/torchrun.log)
+    [
+        "WARNING:__main__:",
+        "*****************************************",
+        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. ",  # noqa: E501
+        "[W Utils.hpp:133] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function getCvarInt)",  # noqa: E501
+        "[W ProcessGroupNCCL.cpp:1569] Rank 0 using best-guess GPU 0 to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.Specify device_ids in barrier() to force use of a particular device.",  # noqa: E501
+        "[W reducer.cpp:1303] Warning: find_unused_parameters=True was specified in DDP constructor, but did not find any unused parameters in the forward pass. This flag results in an extra traversal of the autograd graph every iteration,  which can adversely affect performance. If your model indeed never has any unused parameters in the forward pass, consider turning this flag off. Note that this warning may be a false positive if your model has flow control causing later iterations to have unused parameters. (function operator())",  # noqa: E501
+    ],
+    # Megatron's argument dump and initialisation (knowledge/healthy/megatron.log)
+    [
+        "  img_h ........................................... 224",
+        "  img_w ........................................... 224",
+        "  indexer_batch_size .............................. 128",
+        "  indexer_log_interval ............................ 1000",
+        "  inference_batch_times_seqlen_threshold .......... 512",
+        "  init_method_std ................................. 0.02",
+        "  init_method_xavier_uniform ...................... False",
+        "  initial_loss_scale .............................. 4294967296",
+        "  iter_per_epoch .................................. 1250",
+        "  kv_channels ..................................... 64",
+        "---------------- end of arguments ----------------",
+        "> building GPT2BPETokenizer tokenizer ...",
+        " > padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)",
+        "> initializing torch distributed ...",
+        "> initializing model parallel with size 1",
+        "> setting random seeds to 1234 ...",
+        "> initializing model parallel cuda seeds on global rank 0, model parallel rank 0, and data parallel rank 0 with model parallel seed: 3952 and data parallel seed: 1234",  # noqa: E501
+        "building GPT2 model ...",
+        " > number of parameters on model parallel rank 0: 354871296",
+        "libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0",
+        "[after megatron is initialized] datetime: 2023-08-22 03:42:58",
+        "building GPT model ...",
+        " > number of parameters on (tensor, pipeline) model parallel rank (1, 0): 1277857792",
+    ],
+    # NCCL INFO start-up: bootstrap, plugin not found, IB, rings, init complete (knowledge/healthy/nccl.log)
+    [
+        "678c7278cb2d:26023:26023 [0] NCCL INFO Bootstrap : Using eth0:172.17.2.7<0>",
+        "678c7278cb2d:26023:26023 [0] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)",
+        "678c7278cb2d:26023:26023 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory : when loading libnccl-net.so",  # noqa: E501
+        "678c7278cb2d:26023:26023 [0] NCCL INFO NET/Plugin: Using internal network plugin.",
+        "678c7278cb2d:26023:26023 [0] NCCL INFO cudaDriverVersion 12040",
+        "NCCL version 2.21.5+cuda12.4",
+        "VM-0-14-tencentos:162637:162637 [6] NCCL INFO Bootstrap : Using eth0:172.17.0.14<0>",
+        "user:5183:5236 [4] NCCL INFO NCCL_IB_DISABLE set by environment to 0.",
+        "user:5181:5232 [2] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_2:1/IB [RO]; OOB ibs85f0:192.168.1.10<0>",
+        "H20-GPU-05:1789225:1789736 [1] NCCL INFO comm 0x5a0ca40 rank 1 nranks 4 cudaDev 1 nvmlDev 1 busId 38000 commId 0xf021d9037f9243d8 - Init COMPLETE",  # noqa: E501
+        "machine-1:16194:18581 [1] NCCL INFO Connected all rings",
+        "machine-2:41626:45224 [6] NCCL INFO Channel 01 : 14[b1000] -> 6[b1000] [receive] via NET/IB/0/GDRDMA",
+        "machine-2:41626:45223 [5] NCCL INFO comm 0x7f4ce0006640 rank 5 nranks 16 cudaDev 5 busId 89000 - Init COMPLETE",  # noqa: E501
+    ],
+    # a node's kernel and nvidia-smi lines: taint, mlx5 bring-up, the ECC column header (knowledge/healthy/kernel.log)
+    [
+        "[  297.680498] nvidia: loading out-of-tree module taints kernel.",
+        "[  297.681111] nvidia: module license 'NVIDIA' taints kernel.",
+        "[  297.681653] Disabling lock debugging due to kernel taint",
+        "[   10.643316] mlx5_core 0004:01:00.0: firmware version: 16.27.2048",
+        "[   10.643346] mlx5_core 0004:01:00.0: 63.008 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x8 link)",
+        "[   11.097374] mlx5_core 0004:01:00.0: Port module event: module 0, Cable plugged",
+        "[Tue Apr 21 16:02:26 2020] mce: Using 22 MCE banks",
+        "| NVIDIA-SMI 510.47.03    Driver Version: 510.47.03    CUDA Version: 11.6     |",
+        "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |",
+    ],
+    # loading a checkpoint (intelligent-machine-learning/dlrover#977)
+    [
+        " loading checkpoint from /nas/megatron_gpt/ at iteration 100",
+    ],
+    # Megatron iteration lines and the memory report (knowledge/healthy/megatron.log)
+    [
+        " iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration (ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 | loss scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 | number of nan iterations:   0 |",  # noqa: E501
+        " iteration      123/  250000 | consumed samples:       125952 | elapsed time per iteration (ms): 87871.6 | learning rate: 9.225E-06 | global batch size:  1024 | lm loss: 2.493043E+00 | loss scale: 1.0 | grad norm: 0.236 | number of skipped iterations:   0 | number of nan iterations:   0 |",  # noqa: E501
+        " iteration      124/  250000 | consumed samples:       126976 | elapsed time per iteration (ms): 89474.8 | learning rate: 9.300E-06 | global batch size:  1024 | lm loss: 2.559583E+00 | loss scale: 1.0 | grad norm: 0.242 | number of skipped iterations:   0 | number of nan iterations:   0 |",  # noqa: E501
+        " iteration      125/  250000 | consumed samples:       128000 | elapsed time per iteration (ms): 89075.2 | learning rate: 9.375E-06 | global batch size:  1024 | lm loss: 2.477393E+00 | loss scale: 1.0 | grad norm: 0.356 | number of skipped iterations:   0 | number of nan iterations:   0 |",  # noqa: E501
+        " iteration        1/ 2753818 | consumed samples:            8 | elapsed time per iteration (ms): 5801.1 | learning rate: 1.000E-07 | global batch size:     8 | loss scale: 16384.0 | number of skipped iterations:   1 | number of nan iterations:   0 |",  # noqa: E501
+        "[Rank 0] (after 1 iterations) memory (MB) | allocated: 33437.7109375 | max allocated: 61396.447265625 | reserved: 61620.0 | max reserved: 61620.0",  # noqa: E501
+    ],
+    # DeepSpeed loss-scaler overflows of a run that went on (knowledge/healthy/deepspeed.log)
+    [
+        "[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1",  # noqa: E501
+        "[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",  # noqa: E501
+        "[2023-04-28 06:51:31,392] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 32768, reducing to 16384",  # noqa: E501
+    ],
+    # apex's loss scaler settling (NVIDIA/apex#834, dev case r-c2-loss-apex-o1-scale-halving-059)
+    [
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0",
+    ],
+    # Hugging Face Trainer start and loss dicts (knowledge/healthy/hf_trainer.log)
+    [
+        "[INFO|trainer.py:2405] 2025-03-06 12:04:09,913 >> ***** Running training *****",
+        "[INFO|trainer.py:2406] 2025-03-06 12:04:09,913 >>   Num examples = 5,498",
+        "[INFO|trainer.py:2407] 2025-03-06 12:04:09,914 >>   Num Epochs = 1",
+        "{'loss': 1.0238, 'learning_rate': 1.2462789068320016e-05, 'epoch': 0.42}",
+        "{'loss': 1.013, 'learning_rate': 1.1702435557223988e-05, 'epoch': 0.44}",
+    ],
+    # Megatron's training start, evaluation, checkpoint save and end of training, from the example output
+    # of a MegaBlocks MoE run: ROCm/rocm-blogs, blogs/artificial-intelligence/megablocks/README.md
+    [
+        "[before the start of training step] datetime: 2025-02-14 15:43:22 ",
+        " iteration      200/    2000 | consumed samples:       102400 | elapsed time per iteration (ms): 580.2 | learning rate: 1.477E-04 | global batch size:   512 | lm loss: 6.711773E+00 | load balancing loss: 1.010925E-01 | loss scale: 32768.0 | grad norm: 0.428 | number of skipped iterations:   0 | number of nan iterations:   0 |",  # noqa: E501
+        "------------------------------------------------------------------------------------------------",
+        " validation loss at iteration 1000 | lm loss value: 4.735407E+00 | lm loss PPL: 1.139099E+02 | ",
+        "------------------------------------------------------------------------------------------------",
+        " iteration     2000/    2000 | consumed samples:      1024000 | elapsed time per iteration (ms): 582.8 | learning rate: 1.003E-05 | global batch size:   512 | lm loss: 4.356625E+00 | load balancing loss: 9.936462E-02 | loss scale: 65536.0 | grad norm: 0.406 | number of skipped iterations:   0 | number of nan iterations:   0 |",  # noqa: E501
+        "saving checkpoint at iteration    2000 to ./",
+        "  successfully saved checkpoint at iteration    2000 to ./",
+        "(min, max) time across ranks (ms):",
+        "    save-checkpoint ................................: (293638.70, 293638.73)",
+        "[after training is done] datetime: 2025-02-14 16:08:33",
+        " validation loss at the end of training for val data | lm loss value: 4.341037E+00 | lm loss PPL: 7.678711E+01 | ",  # noqa: E501
+    ],
+    # NCCL's service threads closing at exit (knowledge/healthy/nccl.log)
+    [
+        "[1,6]<stdout>:bert-mpi-training-worker-0:27:579 [6] NCCL INFO [Service thread] Connection closed by localRank 2",  # noqa: E501
+        "[1,3]<stdout>:bert-mpi-training-worker-0:24:591 [3] NCCL INFO [Service thread] Connection closed by localRank 7",  # noqa: E501
+    ],
+]
+HEALTHY_LOG = "".join(line + "\n" for block in HEALTHY_LOG_BLOCKS for line in block)
 
 
 @pytest.fixture(scope="module")

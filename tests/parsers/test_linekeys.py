@@ -23,8 +23,24 @@ DS_SCHEDULER = (
 @pytest.mark.parametrize(
     ("line", "key"),
     [
-        (b"iteration 7 loss 11", b"iteration 0 loss 0"),
-        (b"iteration 123456 loss 2.75", b"iteration 0 loss 0.0"),
+        # Megatron's iteration lines (epfLLM/Megatron-LLM#11 and NVIDIA/Megatron-LM's older form, both in
+        # knowledge/healthy/megatron.log): every number one zero, the padding kept
+        (
+            b" iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration (ms):"
+            b" 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 | loss scale:"
+            b" 1.0 | grad norm: 0.231 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+            b" iteration      0/  0 | consumed samples:       0 | elapsed time per iteration (ms): 0.0 |"
+            b" learning rate: 0.0-0 | global batch size:  0 | lm loss: 0.0+0 | loss scale: 0.0 |"
+            b" grad norm: 0.0 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+        ),
+        (
+            b" iteration        1/ 2753818 | consumed samples:            8 | elapsed time per iteration (ms): 5801.1 |"
+            b" learning rate: 1.000E-07 | global batch size:     8 | loss scale: 16384.0 | number of skipped"
+            b" iterations:   1 | number of nan iterations:   0 |",
+            b" iteration        0/ 0 | consumed samples:            0 | elapsed time per iteration (ms): 0.0 |"
+            b" learning rate: 0.0-0 | global batch size:     0 | loss scale: 0.0 | number of skipped"
+            b" iterations:   0 | number of nan iterations:   0 |",
+        ),
         # "node00": "de00" is one hex run with digits
         (NCCL_COMM, b"[default0]:no0:0:0 [0] NCCL INFO comm 0x0 rank 0 nranks 0 cudaDev 0 busId 0"),
         (
@@ -71,19 +87,27 @@ def test_numbers_of_any_length_share_one_drain_call() -> None:
     assert len(calls) == 1 and sum(entry[0] for entry in counts.stats.values()) == 12
 
 
-# tests/parsers/test_attribution.py's prefixes: torchrun, srun --label, OpenMPI --tag-output, horovodrun, and
-# lines whose leading numbers or brackets are no launcher's (a clock, a dmesg stamp, a progress bar)
+# Launcher prefixes (torchrun, DeepSpeed's [defaultN], OpenMPI --tag-output, horovodrun, srun --label) and lines
+# whose leading numbers or brackets are no launcher's (a clock, a dated bracket, a dmesg stamp, a progress bar)
 PREFIXED = [
-    b"[rank3]: Traceback (most recent call last):",
-    b'[default3]:  File "train.py", line 1',
-    b"3: [default5]:[rank29]: torch.OutOfMemoryError: CUDA out of memory.",
-    b"[1,290]<stderr>:!!!! kernel execution error.",
+    b"[rank6]: Traceback (most recent call last):",  # MCZhi/GameFormer#17 (dev case r-ma-data-npz-unpickling-046)
+    # pytorch/pytorch#113128 (shared dev set, d-gpu-ecc-001)
+    b"[default0]:frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) +"
+    b" 0x118 (0x153667ba6f08 in /users/lgen/miniconda3/envs/4m/lib/python3.10/site-packages/torch/lib/libc10_cuda.so)",
+    b"[1,290]<stderr>:!!!! kernel execution error.",  # deepspeedai/DeepSpeed#294 (shared dev set, d-cuda-kernel-002)
     b"[1]<stdout>:Iter #0: 120.0 img/sec per GPU",  # horovod/horovod#2484
-    b"  12: loss 2.3",
-    b"12:00:00 INFO starting",
-    b"[2024-01-01 12:00:00] INFO",
-    b"[12345.678901] NVRM: Xid",
-    b"Iteration:  31%|| 491/1559 [04:35<07:28,  2.38it/s][1,290]<stderr>:x",
+    b"2: adev10",  # srun --label in Slurm's quick start guide (knowledge/healthy/slurm.log)
+    b"21:44:47.081 - Not a JPEG file: starts with 0x89 0x50",  # tensorflow/tensorflow#9786 (r-data-tf-png-as-jpeg-035)
+    # scitix/sichek#44 (dev case n-net-ib-retry12-podlog-009)
+    b"[2026-01-04 21:33:04] test-ys-512-scaling-test-0104-1504-a7de2925-master-0:617:2799 [3]"
+    b" transport/net_ib.cc:2360 NCCL WARN NET/IB: Got completion from peer 172.16.234.184<53393> with"
+    b" status=12 opcode=1 len=5222 vendor err 129 (Send) localGid ::ffff:100.123.200.87"
+    b" remoteGids::ffff:100.123.200.74 hca mlx5_26",
+    # wilicc/gpu-burn#1 (dev case r-gpu-xid79-009)
+    b"[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",
+    # deepspeedai/DeepSpeed#294 (shared dev set, d-cuda-kernel-002)
+    "Iteration:  31%|███▏      | 491/1559 [04:35<07:28,  2.38it/s][1,290]<stderr>:!!!! kernel execution"
+    " error.".encode(),
 ]
 
 

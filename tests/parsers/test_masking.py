@@ -13,71 +13,109 @@ import pytest
 
 from crashcart.parsers.masking import mask
 
-# Real lines as training jobs print them, side by side with what Drain3 gets to see.
+# Real lines as training jobs print them, each copied verbatim from the thread named above it (the dev cases' own
+# files say where they were mined), side by side with what Drain3 gets to see.
 REAL_LINES = [
+    # NVIDIA/nccl#1814 (shared dev set, d-net-ib-001)
     (
-        "node17:12345:12400 [0] transport/net_ib.cc:1387 NCCL WARN NET/IB : Got completion from peer "
-        "10.1.2.3<53190> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
-        "<HOST> [<NUM>] transport/net_ib.cc:<NUM> NCCL WARN NET/IB : Got completion from peer <IP> with "
-        "status=<NUM> opcode=<NUM> len=<NUM> vendor err <NUM> (Recv)",
+        "hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer"
+        " 172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv) localGid"
+        " ::ffff:29.87.88.182 remoteGids::ffff:29.87.4.221",
+        "<HOST> [<NUM>] ib_plugin.c:<NUM> NCCL WARN NET/IB : Got completion from peer <IP> with"
+        " status=<NUM> opcode=<NUM> len=<NUM> vendor err <NUM> (Recv) localGid ::ffff:<IP>"
+        " remoteGids::ffff:<IP>",
     ),
+    # NVIDIA/nccl#733 (dev case n-net-ib-err12-k8s-rdma-029)
     (
-        "gpu-node-017:2231:2298 [3] NCCL INFO Channel 00/0 : 3[3] -> 11[3] [send] via NET/IB/0",
-        "<HOST> [<NUM>] NCCL INFO Channel <NUM>/<NUM> : <NUM>[<NUM>] -> <NUM>[<NUM>] [send] via NET/IB/<NUM>",
+        "task-646--1-mhpnk:91:123 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from"
+        " peer 172.17.127.143<49577> with error 12, opcode 1, len 0, vendor err 129",
+        "<HOST> [<NUM>] transport/net_ib.cc:<NUM> NCCL WARN NET/IB : Got completion from peer <IP> with"
+        " error <NUM>, opcode <NUM>, len <NUM>, vendor err <NUM>",
     ),
+    # knowledge/healthy/nccl.log
     (
-        " iteration     1200/  500000 | consumed samples:       153600 | elapsed time per iteration (ms): 1234.5 |"
-        " learning rate: 2.998E-04 | global batch size:   128 | lm loss: 2.345678E+00 | loss scale: 65536.0 |"
-        " grad norm: 0.456 | number of skipped iterations:   0 | number of nan iterations:   0 |",
-        " iteration     <NUM>/  <NUM> | consumed samples:       <NUM> | elapsed time per iteration (ms): <NUM> |"
-        " learning rate: <NUM> | global batch size:   <NUM> | lm loss: <NUM> | loss scale: <NUM> |"
-        " grad norm: <NUM> | number of skipped iterations:   <NUM> | number of nan iterations:   <NUM> |",
+        "machine-2:41626:45224 [6] NCCL INFO Channel 01 : 14[b1000] -> 6[b1000] [receive] via NET/IB/0/GDRDMA",
+        "<HOST> [<NUM>] NCCL INFO Channel <NUM> : <NUM>[b1000] -> <NUM>[b1000] [receive] via NET/IB/<NUM>/GDRDMA",
     ),
+    # epfLLM/Megatron-LLM#11 (knowledge/healthy/megatron.log)
     (
-        "[E ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, "
-        "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600034 milliseconds "
-        "before timing out.",
-        "[E ProcessGroupNCCL.cpp:<NUM>] [Rank <RANK>] Watchdog caught collective operation timeout: "
-        "WorkNCCL(SeqNum=<NUM>, OpType=ALLREDUCE, NumelIn=<NUM>, NumelOut=<NUM>, Timeout(ms)=<NUM>) ran for "
-        "<NUM> milliseconds before timing out.",
+        " iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration"
+        " (ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 |"
+        " loss scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 | number of nan"
+        " iterations:   0 |",
+        " iteration      <NUM>/  <NUM> | consumed samples:       <NUM> | elapsed time per iteration"
+        " (ms): <NUM> | learning rate: <NUM> | global batch size:  <NUM> | lm loss: <NUM> | loss scale:"
+        " <NUM> | grad norm: <NUM> | number of skipped iterations:   <NUM> | number of nan iterations:  "
+        " <NUM> |",
     ),
+    # NVIDIA/Megatron-LM#735 (shared dev set, d-timeout-001)
     (
-        "frame #3: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + 0x3c2 "
-        "(0x7f3a2b4c1d22 in /usr/local/lib/python3.10/dist-packages/torch/lib/libc10_cuda.so)",
-        "frame #<NUM>: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + <HEX> "
-        "(<HEX> in <PATH>)",
+        "[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout:"
+        " WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for"
+        " 600381 milliseconds before timing out.",
+        "[rank <RANK>]:[E ProcessGroupNCCL.cpp:<NUM>] [Rank <RANK>] Watchdog caught collective operation"
+        " timeout: WorkNCCL(SeqNum=<NUM>, OpType=ALLREDUCE, NumelIn=<NUM>, NumelOut=<NUM>,"
+        " Timeout(ms)=<NUM>) ran for <NUM> milliseconds before timing out.",
     ),
+    # deepseek-ai/DeepSeek-MoE#47 (shared dev set, d-cuda-ulf-001)
     (
-        "Mar 14 03:22:17 dgx-a100-042 kernel: [123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, "
-        "name=python, GPU has fallen off the bus.",
-        "Mar <NUM> <NUM>:<NUM>:<NUM> <HOST> kernel: [<NUM>] NVRM: Xid (PCI:<NUM>:3b:<NUM>): <NUM>, pid=<NUM>, "
-        "name=python, GPU has fallen off the bus.",
+        "frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) +"
+        " 0x118 (0x7ef4bb404918 in"
+        " /home/amd00/anaconda3/envs/DeepSeek-MoE/lib/python3.10/site-packages/torch/lib/libc10_cuda.so)",
+        "frame #<NUM>: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int,"
+        " bool) + <HEX> (<HEX> in <PATH>)",
     ),
+    # wilicc/gpu-burn#1 (dev case r-gpu-xid79-009)
     (
-        "[2024-03-14 03:20:01,123] [INFO] [logging.py:96:log_dist] [Rank 0] Saving checkpoint to "
-        "/checkpoints/llama-70b/global_step1200/mp_rank_00_model_states.pt",
-        "[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] [INFO] [logging.py:<NUM>:log_dist] [Rank <RANK>] Saving checkpoint to "
-        "<PATH>",
+        "[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",
+        "[<NUM>] NVRM: Xid (PCI:<NUM>:<NUM>:<NUM>): <NUM>, GPU has fallen off the bus.",
     ),
+    # forums.developer.nvidia.com xid-62-xid-154 thread (dev case r-gpu-gsp-012)
     (
-        "successfully saved checkpoint at iteration    1200 to /lustre/ckpt/run7",
+        "Mar 27 17:40:36 kernel: NVRM: Xid (PCI:0000:01:00): 45, pid=12542, name=VLLM::Worker, channel 0x00000002",
+        "Mar <NUM> <NUM>:<NUM>:<NUM> kernel: NVRM: Xid (PCI:<NUM>:<NUM>:<NUM>): <NUM>, pid=<NUM>,"
+        " name=VLLM::Worker, channel <HEX>",
+    ),
+    # xuyuzhuang11/OneBit#6
+    (
+        "[2024-06-26 04:16:12,291] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint:"
+        " /ssd/name/code/OneBit/scripts/ckpt_Llama-2-7b-hf/checkpoint-5000/global_step5000/zero_pp_rank_0"
+        "_mp_rank_00_model_states.pt",
+        "[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] [INFO] [logging.py:<NUM>:log_dist] [Rank <RANK>] Saving"
+        " model checkpoint: <PATH>",
+    ),
+    # ROCm/rocm-blogs blogs/artificial-intelligence/megablocks/README.md
+    (
+        "successfully saved checkpoint at iteration    2000 to"
+        " /megablocks/third_party/Stanford-Megatron-LM/checkpoints",
         "successfully saved checkpoint at iteration    <NUM> to <PATH>",
     ),
+    # QwenLM/Qwen3-Coder#174 (shared dev set, d-gpuoom-001)
     (
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
-        "79.10 GiB of which 1.06 GiB is free.",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <NUM> GiB. GPU <NUM> has a total capacity of "
-        "<NUM> GiB of which <NUM> GiB is free.",
+        "2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"
+        " 132.00 MiB. GPU 3 has a total capacity of 79.10 GiB of which 98.00 MiB is free. Process 387746"
+        " has 78.89 GiB memory in use. Of the allocated memory 70.12 GiB is allocated by PyTorch, and"
+        " 765.81 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large"
+        " try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See"
+        " documentation for Memory Management "
+        " (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+        "<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM> [rank <RANK>]: torch.OutOfMemoryError: CUDA out of memory."
+        " Tried to allocate <NUM> MiB. GPU <NUM> has a total capacity of <NUM> GiB of which <NUM> MiB is"
+        " free. Process <NUM> has <NUM> GiB memory in use. Of the allocated memory <NUM> GiB is"
+        " allocated by PyTorch, and <NUM> MiB is reserved by PyTorch but unallocated. If reserved but"
+        " unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to"
+        " avoid fragmentation.  See documentation for Memory Management "
+        " (https:/<PATH>#environment-variables)",
     ),
+    # deepspeedai/DeepSpeedExamples#592 (dev case r-cuda-illegal-013)
     (
-        "RuntimeError: CUDA error: an illegal memory access was encountered",
-        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "  what():  CUDA error: an illegal memory access was encountered",
+        "  what():  CUDA error: an illegal memory access was encountered",
     ),
+    # pytorch/pytorch#107021 (dev case r-mb-net-c10d-rendezvous-timeout-torchrun-040)
     (
-        "[W socket.cpp:663] [c10d] The client socket has failed to connect to [compute-node-12.cluster]:29500 "
-        "(errno: 110 - Connection timed out).",
-        "[W socket.cpp:<NUM>] [c10d] The client socket has failed to connect to [<HOST>.cluster]:<NUM> "
-        "(errno: <NUM> - Connection timed out).",
+        "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 192.0.0.1:1234",
+        "[E socket.cpp:<NUM>] [c10d] The client socket has timed out after <NUM> while trying to connect to <IP>",
     ),
 ]
 
@@ -127,10 +165,32 @@ def test_each_kind_of_mask(raw: str, masked: str) -> None:
     assert mask(raw) == masked
 
 
-def test_lines_differing_in_values_mask_alike() -> None:
-    a = "node03:881:900 [1] NCCL WARN peer 10.0.0.1<1234> iteration 7 loss 2.5 at /data/shard_1/x.bin"
-    b = "gpu-node-117:12:13 [7] NCCL WARN peer 172.16.254.9<80> iteration 70000 loss 11.25 at /data/shard_99/y.bin"
-    assert mask(a) == mask(b) == "<HOST> [<NUM>] NCCL WARN peer <IP> iteration <NUM> loss <NUM> at <PATH>"
+@pytest.mark.parametrize(
+    ("a", "b", "masked"),
+    [
+        # host names, pids, devices and addresses: two runs' NCCL bootstrap lines (knowledge/healthy/nccl.log)
+        (
+            "678c7278cb2d:26023:26023 [0] NCCL INFO Bootstrap : Using eth0:172.17.2.7<0>",
+            "VM-0-14-tencentos:162637:162637 [6] NCCL INFO Bootstrap : Using eth0:172.17.0.14<0>",
+            "<HOST> [<NUM>] NCCL INFO Bootstrap : Using eth0:<IP>",
+        ),
+        # addresses and install paths: the same C++ frame from deepspeedai/DeepSpeedExamples#592 (dev case
+        # r-cuda-illegal-013) and nv-tlabs/3dgrut#191 (dev case r-cuda-unknown-015)
+        (
+            "frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + 0x118"
+            " (0x7f1b1fdafb58 in /root/miniconda3/lib/python3.8/site-packages/torch/lib/libc10_cuda.so)",
+            "frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + 0x118"
+            " (0x75b35c5b3128 in /home/edwu/miniconda3/envs/3dgrut/lib/python3.11/site-packages/torch/lib"
+            "/libc10_cuda.so)",
+            "frame #<NUM>: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + <HEX>"
+            " (<HEX> in <PATH>)",
+        ),
+    ],
+    ids=["nccl-bootstrap", "cpp-frame"],
+)
+def test_lines_differing_in_values_mask_alike(a: str, b: str, masked: str) -> None:
+    assert a != b
+    assert mask(a) == mask(b) == masked
 
 
 def test_no_catastrophic_backtracking() -> None:

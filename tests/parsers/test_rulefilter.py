@@ -31,27 +31,55 @@ def _rule(rule_id: str, pattern: str, examples: list[str], **kw: object) -> Rule
     )
 
 
+# Real lines, each as its thread shows it.
+NCCL_VERSION = "NCCL version 2.21.5+cuda12.4"  # knowledge/healthy/nccl.log
+# oobabooga/textgen#1490 (dev case r-gpuoom-lora-ckpt-save-textgen-663): the older message, with "(GPU n;"
+OOM_WITH_GPU = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 68.00 MiB (GPU 0; 23.99 GiB total capacity;"
+    " 22.07 GiB already allocated; 0 bytes free; 22.99 GiB reserved in total by PyTorch) If reserved memory is >>"
+    " allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management"
+    " and PYTORCH_CUDA_ALLOC_CONF"
+)
+# NVIDIA/Megatron-LM#735 (shared dev set, d-timeout-001)
+WATCHDOG_LINE = (
+    "[rank2]:[E ProcessGroupNCCL.cpp:754] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=305,"
+    " OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381 milliseconds before timing out."
+)
+# the NVIDIA forum thread of dev case r-gpu-gsp-012 (forums.developer.nvidia.com, xid-62-xid-154-gsp-pmu-halt-crash)
+XID_LINE = "Mar 27 17:40:36 kernel: NVRM: Xid (PCI:0000:01:00): 45, pid=12542, name=VLLM::Worker, channel 0x00000002"
+# aws/aws-ofi-nccl#161 (dev case n-net-efa-request-rc21-sagemaker-031): "error" twice, one hit
+OFI_ERROR = "NCCL WARN NET/OFI Request completed with error. RC: 21. Error: unknown error"
+# QwenLM/Qwen3-Coder#174 (shared dev set, d-gpuoom-001): the newer message, no "(GPU n;" to capture
+OOM_NO_GPU_GROUP = (
+    "2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB. GPU 3 has"
+    " a total capacity of 79.10 GiB of which 98.00 MiB is free. Process 387746 has 78.89 GiB memory in use. Of the"
+    " allocated memory 70.12 GiB is allocated by PyTorch, and 765.81 MiB is reserved by PyTorch but unallocated. If"
+    " reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid"
+    " fragmentation.  See documentation for Memory Management "
+    " (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+)
+# NVIDIA/gpu-operator#1146: an Xid whose message says "error"
+XID_48 = (
+    "Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>,"
+    " An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x7fffa8860"
+    " partition 7, subpartition 1."
+)
+
 WATCHDOG = _rule(
     "nccl.watchdog",
     r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
-    ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE, ..."],
+    [WATCHDOG_LINE],
 )
 OOM = _rule(
     "cuda.oom",
     r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [GM]iB)(?: \(GPU (?P<gpu>\d+))?",
-    ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79.1 GiB total)"],
+    [OOM_WITH_GPU],
 )
-XID = _rule("xid", r"NVRM: Xid \(PCI:[0-9a-f:.]+\): (?P<xid>\d+)", ["NVRM: Xid (PCI:0000:3b:00): 79, pid=1"])
-ERROR = _rule("error.word", r"\berror\b", ["an error here"])
+XID = _rule("xid", r"NVRM: Xid \(PCI:[0-9a-f:.]+\): (?P<xid>\d+)", [XID_LINE])
+ERROR = _rule("error.word", r"\berror\b", [OFI_ERROR])
 
-BLOCK = (
-    b"[rank0]: iteration 10 ok\n"  # 0
-    b"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79 GiB)\n"  # 25
-    b"[rank3]: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE)\n"
-    b"Mar 14 03:22:17 dgx-042 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python\n"
-    b"error error error, still one hit for this line\n"
-    b"CUDA out of memory. Tried to allocate 512.00 MiB"  # no newline at the end of the block
-)
+BLOCK = "\n".join([NCCL_VERSION, OOM_WITH_GPU, WATCHDOG_LINE, XID_LINE, OFI_ERROR, OOM_NO_GPU_GROUP]).encode()
+# (no newline at the end of the block)
 
 
 def _lines_of(block: bytes) -> list[tuple[int, int]]:
@@ -67,35 +95,20 @@ def test_hits_in_position_order_with_offsets_text_and_captures() -> None:
     hits = RuleFilter([ERROR, XID, WATCHDOG, OOM]).scan(BLOCK)
     lines = _lines_of(BLOCK)
     assert hits == [
-        BlockHit(
-            3,
-            *lines[1],
-            "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79 GiB)",
-            {"size": "2.00 GiB", "gpu": "3"},
-        ),
-        BlockHit(
-            2,
-            *lines[2],
-            "[rank3]: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=18, OpType=ALLREDUCE)",
-            {"seq": "18", "op": "ALLREDUCE"},
-        ),
-        BlockHit(
-            1,
-            *lines[3],
-            "Mar 14 03:22:17 dgx-042 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python",
-            {"xid": "79"},
-        ),
-        BlockHit(0, *lines[4], "error error error, still one hit for this line", {}),
-        BlockHit(3, *lines[5], "CUDA out of memory. Tried to allocate 512.00 MiB", {"size": "512.00 MiB"}),
+        BlockHit(3, *lines[1], OOM_WITH_GPU, {"size": "68.00 MiB", "gpu": "0"}),
+        BlockHit(2, *lines[2], WATCHDOG_LINE, {"seq": "305", "op": "ALLREDUCE"}),
+        BlockHit(1, *lines[3], XID_LINE, {"xid": "45"}),
+        BlockHit(0, *lines[4], OFI_ERROR, {}),
+        BlockHit(3, *lines[5], OOM_NO_GPU_GROUP, {"size": "132.00 MiB"}),
     ]
-    assert (hits[0].start, hits[-1].end) == (25, len(BLOCK))
+    assert (hits[0].start, hits[-1].end) == (len(NCCL_VERSION) + 1, len(BLOCK))
     for hit in hits:
         assert BLOCK[hit.start : hit.end].decode() == hit.text
         assert hit.start == 0 or BLOCK[hit.start - 1 : hit.start] == b"\n"
 
 
 def test_several_rules_on_one_line_are_ordered_by_rule_index() -> None:
-    line = b"NVRM: Xid (PCI:0000:3b:00): 48, error reading memory\n"
+    line = XID_48.encode() + b"\n"
     hits = RuleFilter([ERROR, XID]).scan(b"before\n" + line)
     assert [(h.rule_index, h.start, h.end) for h in hits] == [(0, 7, 7 + len(line) - 1), (1, 7, 7 + len(line) - 1)]
 
@@ -138,8 +151,8 @@ def test_start_anchored_rule_matches_every_line_start() -> None:
 
 
 def test_named_groups_that_did_not_take_part_are_left_out() -> None:
-    [hit] = RuleFilter([OOM]).scan(b"CUDA out of memory. Tried to allocate 20.00 MiB\n")
-    assert hit.captures == {"size": "20.00 MiB"}
+    [hit] = RuleFilter([OOM]).scan(OOM_NO_GPU_GROUP.encode() + b"\n")
+    assert hit.captures == {"size": "132.00 MiB"}
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,14 @@ TQDM = "Epoch 0:   6%|██                               | 32040/500150 [6:28:
 COLOURED = b"\x1b[31mERROR\x1b[0m torch.distributed.elastic.multiprocessing.api: failed (exitcode: 1) local_rank: 0\n"
 
 
+# A Megatron iteration line (epfLLM/Megatron-LLM#11, knowledge/healthy/megatron.log): the text inside the archives
+TRAIN_LINE = (
+    b" iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration (ms): 86545.2 |"
+    b" learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 | loss scale: 1.0 |"
+    b" grad norm: 0.231 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+)
+
+
 def _zip(tmp_path: Path) -> bytes:
     """A zip of a text file: torch.save's format (a zip with a pickle inside) starts the same way."""
     path = tmp_path / "ckpt.pt"
@@ -39,7 +47,7 @@ def _zip(tmp_path: Path) -> bytes:
 def _tar(tmp_path: Path) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as tf:
-        data = b"iteration 1 loss 2.5\n" * 50
+        data = TRAIN_LINE * 50
         info = tarfile.TarInfo("logs/train.log")
         info.size = len(data)
         tf.addfile(info, io.BytesIO(data))
@@ -71,9 +79,9 @@ def _safetensors() -> bytes:
         (lambda _: _safetensors(), "safetensors weights"),
         (lambda _: b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
         (lambda _: b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", "a NumPy array"),
-        (lambda _: lzma.compress(b"iteration 1 loss 2.5\n" * 100), "xz-compressed data"),
-        (lambda _: bz2.compress(b"iteration 1 loss 2.5\n" * 100), "bzip2-compressed data"),
-        (lambda _: gzip.compress(b"iteration 1 loss 2.5\n"), "gzip data inside gzip or zstd"),
+        (lambda _: lzma.compress(TRAIN_LINE * 100), "xz-compressed data"),
+        (lambda _: bz2.compress(TRAIN_LINE * 100), "bzip2-compressed data"),
+        (lambda _: gzip.compress(TRAIN_LINE), "gzip data inside gzip or zstd"),
     ],
     ids=["elf", "zip", "tar", "sqlite", "safetensors", "png", "npy", "xz", "bzip2", "gzip"],
 )

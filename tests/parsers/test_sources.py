@@ -17,13 +17,25 @@ from crashcart.parsers import sources
 from crashcart.parsers.models import Skipped
 from crashcart.parsers.sources import MAX_LINE, ReadCap, Source, discover, printable, read_blocks
 
+# Real lines (alibaba/RecIS#15 and MCZhi/GameFormer#17, dev cases r-code-attr-014 and r-ma-data-npz-unpickling-046;
+# NCCL's version line from knowledge/healthy/nccl.log) around byte probes that are no program's output: a CRLF
+# ending, bytes that are not UTF-8, ANSI colour codes, and a last line without its newline.
 LOG = (
-    b"[rank0]: iteration 1 | lm loss: 2.5\n"
-    b"[rank1]: iteration 1 | lm loss: 2.6\r\n"
+    b"[rank0]: Traceback (most recent call last):\n"
+    b"[rank6]: Traceback (most recent call last):\r\n"
     b"\n"
-    b"NCCL WARN caf\xe9 \xff\xfe not utf-8\n"
+    b"caf\xe9 \xff\xfe not utf-8\n"
     b"\x1b[31mERROR\x1b[0m colored\n"
-    b"last line without newline"
+    b"NCCL version 2.21.5+cuda12.4"
+)
+# Megatron iteration lines (epfLLM/Megatron-LLM#11, knowledge/healthy/megatron.log): a body long enough to compress
+ITERATIONS = (
+    b" iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration (ms): 86545.2 |"
+    b" learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 | loss scale: 1.0 |"
+    b" grad norm: 0.231 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+    b" iteration      123/  250000 | consumed samples:       125952 | elapsed time per iteration (ms): 87871.6 |"
+    b" learning rate: 9.225E-06 | global batch size:  1024 | lm loss: 2.493043E+00 | loss scale: 1.0 |"
+    b" grad norm: 0.236 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
 )
 BINARY = bytes(range(256)) * 8  # NULs and C0 controls: far over the 10% threshold
 
@@ -184,7 +196,7 @@ def test_blocks_end_on_newlines_and_rebuild_the_input(tmp_path: Path, data: byte
 @pytest.mark.parametrize("kind", ["gzip", "zstd", "zstd-multiframe", "gzip-multimember"])
 @pytest.mark.parametrize("block_size", [3, 7, 1 << 20])
 def test_compressed_blocks_rebuild_the_input(tmp_path: Path, kind: str, block_size: int) -> None:
-    body = LOG + b"\n" + b"".join(b"step %d loss %.3f\n" % (i, i / 7) for i in range(500))
+    body = LOG + b"\n" + ITERATIONS * 250
     half = len(body) // 3
     blob = {
         "gzip": gzip.compress(body),

@@ -12,7 +12,7 @@ from crashcart.parsers.structure import (
     merge_structures,
 )
 
-# TongkunGuan/CCD#13: a torchrun job whose dataset path does not exist
+# TongkunGuan/CCD#13 (shared dev set, d-config-path-001): a torchrun job whose dataset path does not exist
 TRACEBACK = [
     "[2024-04-11 16:02:33,141 train.py:52 INFO pre_tiny_65536] Construct dataset.",
     "Traceback (most recent call last):",
@@ -20,6 +20,8 @@ TRACEBACK = [
     "    train(config)",
     '  File "train.py", line 53, in train',
     "    train_dataloader = _get_databaunch(config)",
+    '  File "train.py", line 434, in _get_databaunch',
+    "    train_ds = _get_dataset(dataset_class, config.dataset_train_roots, True, config, **ds_kwargs)",
     '  File "train.py", line 417, in _get_dataset',
     "    subfolders = [f.path for f in os.scandir(p) if f.is_dir()]",
     "FileNotFoundError: [Errno 2] No such file or directory: '/data/gx/OCR-CC/data_lmdb/training/label/Synth/'",
@@ -50,32 +52,40 @@ def read(blocks: list[list[str]]) -> Structures:
 def test_a_traceback_in_one_block_is_one_record_cited_at_its_exception_line() -> None:
     [tb] = read([[PROGRESS] * 3 + TRACEBACK]).tracebacks
     exc = tb.chain[-1]
-    assert (tb.start.line, exc.exc_type, exc.ref.line) == (5, "FileNotFoundError", 12)
-    assert [f.function for f in exc.frames] == ["<module>", "train", "_get_dataset"]
+    assert (tb.start.line, exc.exc_type, exc.ref.line) == (5, "FileNotFoundError", 14)
+    assert [f.function for f in exc.frames] == ["<module>", "train", "_get_databaunch", "_get_dataset"]
 
 
 def test_a_traceback_cut_by_a_block_boundary_is_read_whole() -> None:
     for cut in range(2, len(TRACEBACK)):
         [tb] = read([[PROGRESS] + TRACEBACK[:cut], TRACEBACK[cut:] + [PROGRESS]]).tracebacks
         assert tb.chain[-1].exc_type == "FileNotFoundError", cut
-        assert tb.chain[-1].ref.line == 10, cut
+        assert tb.chain[-1].ref.line == 12, cut
+
+
+# NCCL's bootstrap line, no progress in it (knowledge/healthy/nccl.log)
+UNRELATED = "678c7278cb2d:26023:26023 [0] NCCL INFO Bootstrap : Using eth0:172.17.2.7<0>"
+# torch/distributed/run.py's start-up note (pytorch/pytorch#64926, dev case n2-config-rdzv-multi-nic-015)
+OMP_NOTE = (
+    "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being"
+    " overloaded, please further tune the variable for optimal performance in your application as needed."
+)
 
 
 def test_progress_lines_become_points_with_their_line_numbers() -> None:
-    found = read([[PROGRESS, "unrelated line"], [PROGRESS]])
+    found = read([[PROGRESS, UNRELATED], [PROGRESS]])
     assert [(p.line, p.iteration, p.loss) for p in found.metrics] == [(1, 182, 2.38264), (3, 182, 2.38264)]
 
 
 def test_a_file_without_structure_has_none() -> None:
-    # torch/distributed/run.py's start-up note (pytorch/pytorch#101281)
-    found = read([["Setting OMP_NUM_THREADS environment variable for each process to be 1 in default"] * 50])
+    found = read([[OMP_NOTE] * 50])
     assert found == Structures([], [], [])
 
 
 def test_parts_of_a_split_file_merge_with_their_line_offsets() -> None:
     first, second = read([TRACEBACK]), read([[PROGRESS]])
     merged = merge_structures([(0, first), (len(TRACEBACK), second)])
-    assert merged.tracebacks[0].chain[-1].ref.line == 9
+    assert merged.tracebacks[0].chain[-1].ref.line == 11
     assert [p.line for p in merged.metrics] == [len(TRACEBACK) + 1]
 
 

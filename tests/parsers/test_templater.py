@@ -30,20 +30,71 @@ def tpl() -> Templater:
 @pytest.mark.parametrize(
     ("lines", "template"),
     [
-        ([b"iteration 10 loss 2.5", b"iteration 2000 loss 3.75", b"iteration 7 loss 11"], "iteration <NUM> loss <NUM>"),
-        (
-            [b"Saving checkpoint to /ckpt/step_100", b"Saving checkpoint to /other/place/step_2"],
-            "Saving checkpoint to <PATH>",
-        ),
+        # Megatron's iteration lines (epfLLM/Megatron-LLM#11, knowledge/healthy/megatron.log)
         (
             [
-                b"node3:11:12 [0] NCCL WARN peer 10.0.0.1<80> closed",
-                b"gpu-node-17:1:2 [7] NCCL WARN peer 10.9.9.9<1> closed",
+                b" iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration"
+                b" (ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss:"
+                b" 2.504220E+00 | loss scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 |"
+                b" number of nan iterations:   0 |",
+                b" iteration      123/  250000 | consumed samples:       125952 | elapsed time per iteration"
+                b" (ms): 87871.6 | learning rate: 9.225E-06 | global batch size:  1024 | lm loss:"
+                b" 2.493043E+00 | loss scale: 1.0 | grad norm: 0.236 | number of skipped iterations:   0 |"
+                b" number of nan iterations:   0 |",
+                b" iteration      124/  250000 | consumed samples:       126976 | elapsed time per iteration"
+                b" (ms): 89474.8 | learning rate: 9.300E-06 | global batch size:  1024 | lm loss:"
+                b" 2.559583E+00 | loss scale: 1.0 | grad norm: 0.242 | number of skipped iterations:   0 |"
+                b" number of nan iterations:   0 |",
             ],
-            "<HOST> [<NUM>] NCCL WARN peer <IP> closed",
+            "iteration <NUM>/ <NUM> | consumed samples: <NUM> | elapsed time per iteration (ms): <NUM> |"
+            " learning rate: <NUM> | global batch size: <NUM> | lm loss: <NUM> | loss scale: <NUM> |"
+            " grad norm: <NUM> | number of skipped iterations: <NUM> | number of nan iterations: <NUM> |",
         ),
-        ([b"[rank0]: step 1 done", b"[rank12]: step 99 done", b"step 5 done"], "step <NUM> done"),
-        ([b"step 1 done\r", b"step 1 done"], "step <NUM> done"),
+        # the same C++ frame from three installs: deepspeedai/DeepSpeedExamples#592, nv-tlabs/3dgrut#191 (dev cases
+        # r-cuda-illegal-013, r-cuda-unknown-015), deepseek-ai/DeepSeek-MoE#47 (shared dev set, d-cuda-ulf-001)
+        (
+            [
+                b"frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int,"
+                b" bool) + 0x118 (0x7f1b1fdafb58 in"
+                b" /root/miniconda3/lib/python3.8/site-packages/torch/lib/libc10_cuda.so)",
+                b"frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int,"
+                b" bool) + 0x118 (0x75b35c5b3128 in"
+                b" /home/edwu/miniconda3/envs/3dgrut/lib/python3.11/site-packages/torch/lib/libc10_cuda.so)",
+                b"frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int,"
+                b" bool) + 0x118 (0x7ef4bb404918 in"
+                b" /home/amd00/anaconda3/envs/DeepSeek-MoE/lib/python3.10/site-packages/torch/lib/libc10_cuda."
+                b"so)",
+            ],
+            "frame #<NUM>: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int,"
+            " bool) + <HEX> (<HEX> in <PATH>)",
+        ),
+        # NCCL's bootstrap line of three runs (knowledge/healthy/nccl.log)
+        (
+            [
+                b"678c7278cb2d:26023:26023 [0] NCCL INFO Bootstrap : Using eth0:172.17.2.7<0>",
+                b"VM-0-14-tencentos:162637:162637 [6] NCCL INFO Bootstrap : Using eth0:172.17.0.14<0>",
+                b"036260b61d3a:33347:33347 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>",
+            ],
+            "<HOST> [<NUM>] NCCL INFO Bootstrap : Using eth0:<IP>",
+        ),
+        # behind torchrun's [rankN]: and bare: alibaba/RecIS#15, MCZhi/GameFormer#17 (dev cases r-code-attr-014,
+        # r-ma-data-npz-unpickling-046), TongkunGuan/CCD#13 (shared dev set, d-config-path-001)
+        (
+            [
+                b"[rank0]: Traceback (most recent call last):",
+                b"[rank6]: Traceback (most recent call last):",
+                b"Traceback (most recent call last):",
+            ],
+            "Traceback (most recent call last):",
+        ),
+        # the same line with the CR of a CRLF file (knowledge/healthy/nccl.log)
+        (
+            [
+                b"678c7278cb2d:26023:26023 [0] NCCL INFO Bootstrap : Using eth0:172.17.2.7<0>\r",
+                b"678c7278cb2d:26023:26023 [0] NCCL INFO Bootstrap : Using eth0:172.17.2.7<0>",
+            ],
+            "<HOST> [<NUM>] NCCL INFO Bootstrap : Using eth0:<IP>",
+        ),
     ],
     ids=["numbers", "paths", "nccl-host-ip", "rank-prefixes", "crlf"],
 )
@@ -55,21 +106,47 @@ def test_lines_differing_only_in_values_share_a_template(tpl: Templater, lines: 
 
 def test_different_messages_get_different_templates(tpl: Templater) -> None:
     lines = [
-        b"iteration 10 loss 2.5",
-        b"Saving checkpoint to /a/b",
-        b"Loading checkpoint from /a/b",
-        b"RuntimeError: CUDA error: an illegal memory access was encountered",
-        b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        # Megatron's iteration line (epfLLM/Megatron-LLM#11)
+        b" iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration"
+        b" (ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss:"
+        b" 2.504220E+00 | loss scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 |"
+        b" number of nan iterations:   0 |",
+        # DeepSpeed saving a checkpoint (xuyuzhuang11/OneBit#6)
+        b"[2024-06-26 04:16:12,291] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint:"
+        b" /ssd/name/code/OneBit/scripts/ckpt_Llama-2-7b-hf/checkpoint-5000/global_step5000/zero_pp_ra"
+        b"nk_0_mp_rank_00_model_states.pt",
+        # Megatron loading one (intelligent-machine-learning/dlrover#977)
+        b" loading checkpoint from /nas/megatron_gpt/ at iteration 100",
+        # deepspeedai/DeepSpeedExamples#592 (dev case r-cuda-illegal-013)
+        b"  what():  CUDA error: an illegal memory access was encountered",
+        # QwenLM/Qwen3-Coder#174 (shared dev set, d-gpuoom-001)
+        b"2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"
+        b" 132.00 MiB. GPU 3 has a total capacity of 79.10 GiB of which 98.00 MiB is free. Process"
+        b" 387746 has 78.89 GiB memory in use. Of the allocated memory 70.12 GiB is allocated by"
+        b" PyTorch, and 765.81 MiB is reserved by PyTorch but unallocated. If reserved but"
+        b" unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+        b" to avoid fragmentation.  See documentation for Memory Management "
+        b" (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+        # TongkunGuan/CCD#13 (shared dev set, d-config-path-001)
         b"Traceback (most recent call last):",
     ]
     indexes = [tpl.template_index(line) for line in lines]
     assert indexes == list(range(len(lines)))  # indexes are handed out in order of first sight
     assert [tpl.template(i) for i in indexes] == [
-        "iteration <NUM> loss <NUM>",
-        "Saving checkpoint to <PATH>",
-        "Loading checkpoint from <PATH>",
-        "RuntimeError: CUDA error: an illegal memory access was encountered",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <NUM> GiB",
+        "iteration <NUM>/ <NUM> | consumed samples: <NUM> | elapsed time per iteration (ms): <NUM> |"
+        " learning rate: <NUM> | global batch size: <NUM> | lm loss: <NUM> | loss scale: <NUM> |"
+        " grad norm: <NUM> | number of skipped iterations: <NUM> | number of nan iterations: <NUM> |",
+        "[<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM>] [INFO] [logging.py:<NUM>:log_dist] [Rank <RANK>]"
+        " Saving model checkpoint: <PATH>",
+        "loading checkpoint from <PATH> at iteration <NUM>",
+        "what(): CUDA error: an illegal memory access was encountered",
+        "<NUM>-<NUM>-<NUM> <NUM>:<NUM>:<NUM> [rank <RANK>]: torch.OutOfMemoryError: CUDA out of"
+        " memory. Tried to allocate <NUM> MiB. GPU <NUM> has a total capacity of <NUM> GiB of which"
+        " <NUM> MiB is free. Process <NUM> has <NUM> GiB memory in use. Of the allocated memory"
+        " <NUM> GiB is allocated by PyTorch, and <NUM> MiB is reserved by PyTorch but unallocated."
+        " If reserved but unallocated memory is large try setting"
+        " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation. See documentation"
+        " for Memory Management (https:/<PATH>#environment-variables)",
         "Traceback (most recent call last):",
     ]
 
