@@ -122,6 +122,13 @@ def glog(t: float) -> str:
     return time.strftime("%m%d %H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1e6):06d}"
 
 
+def c10_stamp(t: float) -> str:
+    """c10's log stamp after the level letter: month without its leading zero, nanoseconds, as PyTorch 2.4+ prints
+    `[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616]` (XPixelGroup/BasicSR#737)."""
+    tm = time.gmtime(t)
+    return f"{tm.tm_mon}{tm.tm_mday:02d} " + time.strftime("%H:%M:%S", tm) + f".{int((t % 1) * 1e9):09d}"
+
+
 def date(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
 
@@ -151,7 +158,7 @@ def ctx(plan: JobPlan, t: float, rank: int | None = None, node: int | None = Non
         "local_rank": local,
         "node": plan.hosts[node],
         "iteration": k,
-        "ts": glog(t),
+        "ts": c10_stamp(t),
         "date": date(t),
         "iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)),
         "pid": p,
