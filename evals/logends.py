@@ -349,7 +349,10 @@ def _agent_killed(plan: JobPlan, n: int, t: float) -> list[str]:
 def _healthy_end(plan: JobPlan, t: float) -> list[Event]:
     """A run that finishes: Megatron's `[after training is done]`, the final save (no timer) and the final
     evaluation `on validation set` (hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md), then each
-    agent's SUCCEEDED lines (the three api.py:879/932/946 lines of ultralytics/yolov5#5160)."""
+    agent's SUCCEEDED lines. Those three are torch 2.x's format strings in torch/distributed/elastic/agent/server/
+    api.py, in the glog form the rest of the agent prints: the one pasted copy found (ultralytics/yolov5#5160) is
+    torch 1.9 in Python-logging form, `Local worker group finished (SUCCEEDED). Waiting 300 seconds for other
+    agents to finish` and `Done waiting for other agents. Elapsed: 0.0004150867462158203 seconds`."""
     k = plan.n_iters
     ev = []
     for n in range(len(plan.hosts)):
