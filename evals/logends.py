@@ -45,6 +45,9 @@ class Event(NamedTuple):
 
 
 def _args_dump(plan: JobPlan) -> list[str]:
+    """Megatron's argument dump (`  adam_beta1 ...................................... 0.9` between the two dashed
+    rules, hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md, bigscience-workshop/Megatron-DeepSpeed
+    #356); a subset of the real argument names, in Megatron's sorted order."""
     tp, pp = min(8, plan.gpus_per_node), 4 if len(plan.hosts) % 4 == 0 else 1
     args = {
         "adam_beta1": 0.9,
@@ -94,19 +97,33 @@ def _nccl_init(plan: JobPlan, rank: int) -> list[str]:
     who = f"{plan.hosts[node]}:{p}:{p} [{local}] NCCL INFO "
     thr = f"{plan.hosts[node]}:{p}:{p + 164} [{local}] NCCL INFO "
     nxt = (rank + 1) % plan.world
+    if (
+        nxt // plan.gpus_per_node == node
+    ):  # NCCL 2.19+: `Channel 15/0 : 34[2] -> 35[3] via P2P/CUMEM` (NVIDIA/nccl#1814)
+        channel = f"Channel 00/0 : {rank}[{local}] -> {nxt}[{nxt % plan.gpus_per_node}] via P2P/CUMEM"
+    else:  # to the next node: `Channel 01/0 : 3[1] -> 1[1] [send] via NET/IB/2/GDRDMA` (NVIDIA/nccl#1189)
+        channel = (
+            f"Channel 00/0 : {rank}[{local}] -> {nxt}[{nxt % plan.gpus_per_node}] [send] via NET/IB/{local}/GDRDMA"
+        )
     ibs = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(8))
     comm = f"comm 0x55d{p}0 rank {rank} nranks {plan.world} cudaDev {local} nvmlDev {local}"
     comm += f" busId {PCI[local % 8][:2]}000"
+    # NCCL 2.21.5's start-up up to the version line as NVIDIA/nccl#1504 shows it (bootstrap, the three plugin
+    # lines, cudaDriverVersion, the bare version line on rank 0); the IB and network lines as in NVIDIA/nccl#1066;
+    # Init START/COMPLETE as in NVIDIA/nccl#1267 and NVIDIA/nccl#1814; `Connected all rings` / `trees` as in
+    # NVIDIA/nccl#1814 and NVIDIA/nccl#629
     return [
         who + f"Bootstrap : Using ib0:{ip(node)}<0>",
         who + "NET/Plugin: No plugin found (libnccl-net.so)",
+        who + "NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or"
+        " directory : when loading libnccl-net.so",
         who + "NET/Plugin: Using internal network plugin.",
         who + "cudaDriverVersion 12040",
         *(["NCCL version 2.21.5+cuda12.4"] if rank == 0 else []),
         thr + f"NET/IB : Using {ibs} [RO]; OOB ib0:{ip(node)}<0>",
         thr + "Using network IB",
         thr + f"{comm} commId 0x7e1c94f2a - Init START",
-        thr + f"Channel 00/0 : {rank}[{local}] -> {nxt}[{nxt % plan.gpus_per_node}] via P2P/CUMEM/read",
+        thr + channel,
         thr + "Connected all rings",
         thr + "Connected all trees",
         thr + f"{comm} commId 0x7e1c94f2a - Init COMPLETE",
@@ -114,8 +131,14 @@ def _nccl_init(plan: JobPlan, rank: int) -> list[str]:
 
 
 def _rank0_setup(plan: JobPlan, t: float) -> list[str]:
+    """Rank 0's setup lines, each as Megatron-LM printed it in hwang2006/large-scale-lm-tutorials
+    docs/06_tensor_parallelism.md (`using world size: 4, data-parallel size: 1, context-parallel size: 1
+    tensor-model-parallel size: 4, pipeline-model-parallel size: 1`, no comma before `tensor`, the datetime lines,
+    the dataset sizes, `done with setup ...`) and NVIDIA/Megatron-LM#51 (tokenizer, torch distributed, seeds);
+    the `> initialized ... model parallel`, dataset index builder and `building GPT model ...` lines as in the same
+    tutorial log."""
     return [
-        f"using world size: {plan.world}, data-parallel size: {plan.world // 32 or 1}, context-parallel size: 1,"
+        f"using world size: {plan.world}, data-parallel size: {plan.world // 32 or 1}, context-parallel size: 1"
         " tensor-model-parallel size: 8, pipeline-model-parallel size: 4",
         *_args_dump(plan),
         "> building GPT2BPETokenizer tokenizer ...",
@@ -126,7 +149,7 @@ def _rank0_setup(plan: JobPlan, t: float) -> list[str]:
         "> compiling dataset index builder ...",
         ">>> done with dataset index builder. Compilation time: 0.052 seconds",
         f"[after megatron is initialized] datetime: {date(t + 25)} ",
-        "> building GPT model ...",
+        "building GPT model ...",
         " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 5539639296",
         "> learning rate decay style: cosine",
         f"[after model, optimizer, and learning rate scheduler are built] datetime: {date(t + 61)} ",
@@ -144,20 +167,24 @@ def head_events(plan: JobPlan) -> list[Event]:
     """Launch: the batch script, torchrun's banner, NCCL init on every rank, Megatron's setup on rank 0."""
     t0, gpn = plan.start, plan.gpus_per_node
     rng = random.Random(f"{plan.seed}:head")
+    # the job output opens with pyxis starting the container (NVIDIA/pyxis#28: `pyxis: importing docker image ...`,
+    # `pyxis: creating container filesystem ...`, `pyxis: starting container ...`)
     ev = [
         Event(
             t0,
             "sched",
             0,
             [
-                f"SLURM_JOB_ID={plan.jobid} SLURM_NNODES={len(plan.hosts)} MASTER_ADDR="
-                f"{plan.hosts[0]} MASTER_PORT=29500",
-                f"Starting training at {date(t0)}",
+                "pyxis: importing docker image ...",
+                "pyxis: creating container filesystem ...",
+                "pyxis: starting container ...",
             ],
         )
     ]
     for n in range(len(plan.hosts)):
         t = t0 + 1 + n * 0.013
+        # torchrun's OMP_NUM_THREADS banner in glog form (hwang2006/large-scale-lm-tutorials
+        # docs/06_tensor_parallelism.md: `W0914 19:37:31.953000 47780312846272 torch/distributed/run.py:757] ****...`)
         run = f"W{glog(t)} {agent_pid(plan, n)} torch/distributed/run.py:793] "
         ev.append(
             Event(
@@ -175,6 +202,8 @@ def head_events(plan: JobPlan) -> list[Event]:
                 ],
             )
         )
+        # slurmd's step launch: the format string of Slurm's src/slurmd/slurmd/req.c (`launch task %ps request from
+        # UID:%u GID:%u HOST:%pA PORT:%hu`); no pasted copy of this line was found in a public thread
         ev.append(
             Event(
                 t0 - 2,
@@ -189,7 +218,9 @@ def head_events(plan: JobPlan) -> list[Event]:
         )
         for local in range(gpn):
             r = n * gpn + local
-            if rng.random() < 0.15:
+            if (
+                rng.random() < 0.15
+            ):  # c10d's retry while the store comes up (pytorch/PiPPy#158, hpcaitech/Open-Sora#667)
                 ev.append(
                     Event(
                         t0 + 6,
@@ -217,6 +248,12 @@ def head_events(plan: JobPlan) -> list[Event]:
 
 
 def _agent_failed(plan: JobPlan, n: int, t: float, local: int, code: int) -> list[str]:
+    """torchrun's teardown after a worker died: `Sending process 11158 closing signal SIGTERM`, `failed (exitcode:
+    1) local_rank: 1 (pid: 11159) of binary: ...`, the ChildFailedError trace and the FAILED table
+    (hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md); `  <NO_OTHER_FAILURES>` as in
+    wuyike2000/MLDT#3. The `Signal 6 (SIGABRT) received by PID 123` traceback field of a signalled worker is the
+    format string of torch/distributed/elastic/multiprocessing/errors/__init__.py (ProcessFailure); the pasted copy
+    found (ZhehengJiangLancaster/AMVUR#2, `signal 9 (SIGKILL) received by PID 36071`) had lost its layout."""
     gpn, apid = plan.gpus_per_node, agent_pid(plan, n)
     r = n * gpn + local
     lines = [
@@ -228,7 +265,9 @@ def _agent_failed(plan: JobPlan, n: int, t: float, local: int, code: int) -> lis
     lines += [
         f"E{glog(t + 1.2)} {apid} torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: {code})"
         f" local_rank: {local} (pid: {pid(plan, r)}) of binary: /usr/bin/python3",
-        *_launcher_trace(["    raise ChildFailedError("]),
+        *_launcher_trace(
+            [f'  File "{_ELASTIC}/launcher/api.py", line 269, in launch_agent', "    raise ChildFailedError("]
+        ),
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
         "=" * 60,
         "pretrain_gpt.py FAILED",
@@ -255,20 +294,30 @@ def _agent_failed(plan: JobPlan, n: int, t: float, local: int, code: int) -> lis
 
 
 def _launcher_trace(last: list[str]) -> list[str]:
+    """torchrun's own traceback down to launch_agent, frame by frame as pytorch/pytorch#150916 shows it for a
+    pip-installed torchrun (`sys.exit(main())`, the errors wrapper, main, run, `elastic_launch(`, __call__),
+    without the `^^^` markers Python 3.11+ adds (this image is Python 3.10, as in pytorch/pytorch#114097)."""
     return [
         "Traceback (most recent call last):",
         '  File "/usr/local/bin/torchrun", line 8, in <module>',
         "    sys.exit(main())",
+        f'  File "{_ELASTIC}/elastic/multiprocessing/errors/__init__.py", line 355, in wrapper',
+        "    return f(*args, **kwargs)",
         f'  File "{_ELASTIC}/run.py", line 919, in main',
         "    run(args)",
         f'  File "{_ELASTIC}/run.py", line 910, in run',
         "    elastic_launch(",
-        f'  File "{_ELASTIC}/launcher/api.py", line 269, in launch_agent',
+        f'  File "{_ELASTIC}/launcher/api.py", line 138, in __call__',
+        "    return launch_agent(self._config, self._entrypoint, list(args))",
         *last,
     ]
 
 
 def _agent_killed(plan: JobPlan, n: int, t: float) -> list[str]:
+    """An agent killed by Slurm: `Received Signals.SIGTERM death signal, shutting down workers` and the SIGTERMs
+    to its workers (torch 2.4, pytorch/pytorch#114097), the signal-handler frames under agent.run() (torch's
+    elastic agent; the thread pytorch/pytorch#150916 shows the same path) and the final SignalException
+    (`... SignalException: Process 2920830 got signal: 1`, GanjinZero/RRHF#35)."""
     apid = agent_pid(plan, n)
     gpn = plan.gpus_per_node
     return [
@@ -281,7 +330,14 @@ def _agent_killed(plan: JobPlan, n: int, t: float) -> list[str]:
         ],
         *_launcher_trace(
             [
+                f'  File "{_ELASTIC}/launcher/api.py", line 260, in launch_agent',
                 "    result = agent.run()",
+                f'  File "{_ELASTIC}/elastic/metrics/api.py", line 137, in wrapper',
+                "    result = f(*args, **kwargs)",
+                f'  File "{_ELASTIC}/elastic/agent/server/api.py", line 711, in run',
+                "    result = self._invoke_run(role)",
+                f'  File "{_ELASTIC}/elastic/agent/server/api.py", line 870, in _invoke_run',
+                "    time.sleep(monitor_interval)",
                 f'  File "{_ELASTIC}/elastic/multiprocessing/api.py", line 84, in _terminate_process_handler',
                 '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)',
             ]
@@ -291,6 +347,12 @@ def _agent_killed(plan: JobPlan, n: int, t: float) -> list[str]:
 
 
 def _healthy_end(plan: JobPlan, t: float) -> list[Event]:
+    """A run that finishes: Megatron's `[after training is done]`, the final save (no timer) and the final
+    evaluation `on validation set` (hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md), then each
+    agent's SUCCEEDED lines. Those three are torch 2.x's format strings in torch/distributed/elastic/agent/server/
+    api.py, in the glog form the rest of the agent prints: the one pasted copy found (ultralytics/yolov5#5160) is
+    torch 1.9 in Python-logging form, `Local worker group finished (SUCCEEDED). Waiting 300 seconds for other
+    agents to finish` and `Done waiting for other agents. Elapsed: 0.0004150867462158203 seconds`."""
     k = plan.n_iters
     ev = []
     for n in range(len(plan.hosts)):
@@ -302,8 +364,8 @@ def _healthy_end(plan: JobPlan, t: float) -> list[Event]:
                 r,
                 [
                     f"[after training is done] datetime: {date(t)} ",
-                    *checkpoint_lines(k, 14021.5),
-                    *validation_lines(k, 2.04),
+                    *checkpoint_lines(k, None),
+                    *validation_lines(k, 2.04, final=True),
                 ],
             )
         )
@@ -400,6 +462,8 @@ def _teardown(plan: JobPlan, tf: float, fault: int | None) -> list[Event]:
 
 
 def _srun_exits(plan: JobPlan, dead: int | None) -> list[str]:
+    """srun's per-node exit lines (`srun: error: taurusi2031: tasks 10-11: Exited with exit code 1`,
+    ComputationalRadiationPhysics/picongpu#198; `task 1:` for a single task)."""
     gpn, out = plan.gpus_per_node, []
     for n, host in enumerate(plan.hosts):
         if n == dead:

@@ -3,7 +3,8 @@
 This is the hot path of the generator (gigabytes of it), so each iteration is one `%` format of a
 prebuilt multi-line template, values come from small precomputed pools instead of a random draw per
 field, and rare lines (warnings, NCCL INFO, checkpoints) are scheduled per block of iterations.
-The end of the job (the fault, its symptoms, the teardown) lives in evals/logtail.py.
+The end of the job (the fault, its symptoms, the teardown) lives in evals/logends.py.
+Every line template here names beside it a public log that shows a real line of that shape.
 """
 
 from __future__ import annotations
@@ -24,16 +25,11 @@ GLOBAL_BATCH = 1024
 CKPT_DIR = "/lustre/ckpt/gpt-175b"
 PCI = ["1b:00", "43:00", "52:00", "61:00", "9d:00", "c3:00", "d1:00", "df:00"]
 NIC = ["0c:00", "2a:00", "41:00", "58:00", "86:00", "a5:00", "bd:00", "e1:00"]
+# Megatron's (min, max) timer block after each iteration line, as a run with the default timing level prints
+# it: forward-backward and optimizer only (saforem2/personal_site docs/posts/AuroraGPT/spike-skipper/index.md,
+# a Megatron-DeepSpeed run on Aurora: `    forward-backward ...............................: (8384.83, 8385.57)`)
 TIMERS = [
     ("forward-backward", 0.955),
-    ("forward-compute", 0.31),
-    ("backward-compute", 0.62),
-    ("batch-generator", 0.0009),
-    ("layernorm-grads-all-reduce", 0.00002),
-    ("embedding-grads-all-reduce", 0.00003),
-    ("all-grads-sync", 0.011),
-    ("optimizer-copy-to-main-grad", 0.0013),
-    ("optimizer-inner-step", 0.0052),
     ("optimizer", 0.0081),
 ]
 
@@ -126,6 +122,13 @@ def glog(t: float) -> str:
     return time.strftime("%m%d %H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1e6):06d}"
 
 
+def c10_stamp(t: float) -> str:
+    """c10's log stamp after the level letter: month without its leading zero, nanoseconds, as PyTorch 2.4+ prints
+    `[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616]` (XPixelGroup/BasicSR#737)."""
+    tm = time.gmtime(t)
+    return f"{tm.tm_mon}{tm.tm_mday:02d} " + time.strftime("%H:%M:%S", tm) + f".{int((t % 1) * 1e9):09d}"
+
+
 def date(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
 
@@ -155,7 +158,7 @@ def ctx(plan: JobPlan, t: float, rank: int | None = None, node: int | None = Non
         "local_rank": local,
         "node": plan.hosts[node],
         "iteration": k,
-        "ts": glog(t),
+        "ts": c10_stamp(t),
         "date": date(t),
         "iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)),
         "pid": p,
@@ -191,16 +194,22 @@ def emit(prefix: str, lines: list[str]) -> str:
 # ----------------------------------------------------------------------------------------------------
 # The iteration unit: Megatron's iteration line and its timers, one template per prefix.
 
+# Megatron-LM's training_log line with --log-throughput and --log-num-zeros-in-grad, bf16 (loss scale 1.0):
+#  [2024-03-30 20:02:40] iteration       10/  500000 | consumed samples:         1280 | elapsed time per iteration
+#  (ms): 9496.4 | throughput per GPU (TFLOP/s/GPU): 137.5 | learning rate: 2.000E-06 | global batch size:   128 |
+#  lm loss: 2.092005E-01 | loss scale: 1.0 | grad norm: 51.010 | num zeros: 0.0 | number of skipped iterations:
+#  0 | number of nan iterations:   0 |   (NVIDIA/Megatron-LM#756; the 6-digit learning rate as in its later lines)
 _ITER = (
     " [%s] iteration %8d/%8d | consumed samples: %12d | elapsed time per iteration (ms): %s |"
     " throughput per GPU (TFLOP/s/GPU): %s | learning rate: %s | global batch size: %5d | lm loss: %s |"
-    " loss scale: 1.0 | grad norm: %s | number of skipped iterations:   0 | number of nan iterations:   0 |"
+    " loss scale: 1.0 | grad norm: %s | num zeros: 0.0 | number of skipped iterations:   0 |"
+    " number of nan iterations:   0 |"
 )
 
 
 @lru_cache(maxsize=4096)
 def unit_template(prefix: str) -> str:
-    lines = [_ITER, "(min, max) time across ranks (ms):"]
+    lines = [_ITER, "(min, max) time across ranks (ms):"]  # megatron/core/timers.py: (name + ' ').ljust(48, '.')
     lines += ["    " + (name + " ").ljust(48, ".") + ": %s" for name, _ in TIMERS]
     return emit(prefix, lines)
 
@@ -265,42 +274,59 @@ def iter_values(plan: JobPlan, a: int, b: int) -> list[tuple[object, ...]]:
 # Rare lines: benign warnings and NCCL chatter per rank, checkpoints and validation per logger, syslog.
 
 _WARNINGS = [
+    # torch 2.4's checkpoint.py:1399 deprecation warning and the source line Python prints under it
+    # (kohya-ss/sd-scripts#1649, meta-pytorch/torchtune#1730)
     [
         "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:1399: FutureWarning: "
         "`torch.cpu.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cpu', args...)` instead.",
-        "  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), recompute_context:",
+        "  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), recompute_context:"
+        "  # type: ignore[attr-defined]",
     ],
+    # Megatron-core 0.8's layers.py:609 warning, printed by every rank of a tensor-parallel run
+    # (hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md, a pretrain_gpt.py log)
     [
         "/workspace/megatron-lm/megatron/core/tensor_parallel/layers.py:609: UserWarning: async_grad_allreduce is"
-        " deprecated, not in use anymore and will be fully removed with 0.10.0. Please use overlap_grad_reduce"
-        " instead.",
+        " deprecated, not in use anymore and will be fully removed with 0.10.0. Please use allreduce_dgrad instead.",
         "  warnings.warn(",
     ],
+    # ProcessGroupNCCL's point-to-point warning behind torchrun's rank prefix, with the stray "0" its
+    # TORCH_WARN_ONCE printed (NVIDIA/nccl#1176; the "0" is explained in pytorch/pytorch#114168)
     [
-        "[rank{rank}]:[W{ts} ProcessGroupNCCL.cpp:4561] Warning: TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect"
-        " for point-to-point collectives. (function operator())"
+        "[rank{rank}]:[W ProcessGroupNCCL.cpp:2302] Warning: 0TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect for"
+        " point-to-point collectives. (function operator())"
     ],
+    # a new communicator (a sub-group) coming up late: NCCL 2.19+ INFO lines (NVIDIA/nccl#1267 for the plugin
+    # line, NVIDIA/nccl#1814 for `comm 0x... rank 36 nranks 64 cudaDev 4 nvmlDev 4 busId 9b000 commId 0x... - Init
+    # COMPLETE`)
     [
+        "{node}:{pid}:{tid} [{local_rank}] NCCL INFO Using non-device net plugin version 0",
         "{node}:{pid}:{tid} [{local_rank}] NCCL INFO comm 0x55d{pid}0 rank {rank} nranks {world_size} cudaDev"
         " {local_rank} nvmlDev {local_rank} busId {busid} commId 0x7e1c{seq}a - Init COMPLETE",
-        "{node}:{pid}:{tid} [{local_rank}] NCCL INFO Using non-device net plugin version 0",
     ],
+    # Megatron's report_memory, unrounded as it prints (NVIDIA/nccl#743: `[Rank 0] (after 20 iterations) memory
+    # (MB) | allocated: 6245.033203125 | max allocated: 6245.0361328125 | reserved: 6554.0 | max reserved: 6554.0`)
     [
-        "[Rank {rank}] (after {iteration} iterations) memory (MB) | allocated: 21784.53 | max allocated: 58112.07 |"
-        " reserved: 63488.00 | max reserved: 63488.00"
+        "[Rank {rank}] (after {iteration} iterations) memory (MB) | allocated: 21784.5302734375 | max allocated:"
+        " 58112.0712890625 | reserved: 63488.0 | max reserved: 63488.0"
     ],
+    # TransformerEngine's check_set_window_size warning for causal masks (NVIDIA/TransformerEngine#1064)
     [
-        "/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/attention.py:4974: UserWarning:"
-        " window_size should be (-1, -1) or (>=0, 0) for attn_mask_type=causal",
+        "/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/attention.py:3051: UserWarning:"
+        " window_size should be (-1, 0) or (>=0, 0) for attn_mask_type=causal",
         "  warnings.warn(",
     ],
 ]
+# Benign syslog lines of a node (tag, message): systemd and logind sessions (mempodippy/vlany#28:
+# `systemd[1]: Started Session c2 of user root.`, `systemd-logind[856]: New session c3 of user root.`,
+# `systemd[1]: Started User Manager for UID 0.`) and the mlx5 driver's PCIe power and cable events
+# (geerlingguy/arm-nas#16: `mlx5_core 0004:01:00.0: mlx5_pcie_event:294:(pid 542): PCIe slot advertised sufficient
+# power (75W).`, `mlx5_core 0004:01:00.0: Port module event: module 0, Cable plugged`)
 _SYSLOG_NOISE = [
-    ("systemd[1]", "Started Session {seq} of User root."),
-    ("kernel", "mlx5_core 0000:{nic}.0: mlx5_pcie_event:301:(pid {pid}): PCIe slot advertised sufficient power (27W)."),
-    ("CRON[{pid}]", "(root) CMD (/usr/local/sbin/gpu-health-check --quiet > /dev/null 2>&1)"),
-    ("kernel", "IPv6: ADDRCONF(NETDEV_CHANGE): ib{hca}: link becomes ready"),
-    ("dcgm-exporter[{pid}]", 'level=info msg="Collecting metrics" collector=dcgm'),
+    ("systemd[1]", "Started Session {seq} of user root."),
+    ("kernel", "mlx5_core 0000:{nic}.0: mlx5_pcie_event:294:(pid {pid}): PCIe slot advertised sufficient power (75W)."),
+    ("systemd-logind[{pid}]", "New session {seq} of user root."),
+    ("kernel", "mlx5_core 0000:{nic}.0: Port module event: module {hca}, Cable plugged"),
+    ("systemd[1]", "Started User Manager for UID 0."),
 ]
 RANK_EVENT_RATE = 1 / 450  # benign rank events per iteration
 SYSLOG_EVENT_RATE = 1 / 420
@@ -334,19 +360,31 @@ def logger_events(plan: JobPlan, rank: int, a: int, b: int, into: dict[int, list
         into.setdefault(k - a - 1, []).append(emit(prefix, validation_lines(k, loss)))
 
 
-def checkpoint_lines(k: int, save_ms: float) -> list[str]:
-    return [
+def checkpoint_lines(k: int, save_ms: float | None) -> list[str]:
+    """A checkpoint save as Megatron prints it: `saving checkpoint at iteration      50 to
+    checkpoints/gpt2_345m_dist_mp in torch_dist format` (hwang2006/large-scale-lm-tutorials
+    docs/06_tensor_parallelism.md), `  successfully saved checkpoint from iteration      50 to ... [ t 1/1, p 1/1 ]`
+    and the save-checkpoint timer (NVIDIA/dgxc-benchmarking llama3.1/README.md; the timer line also in
+    NVIDIA/Megatron-LM#1763). The save after training has no timer (save_ms None), as in the tutorial's log."""
+    lines = [
         f"saving checkpoint at iteration {k:7d} to {CKPT_DIR} in torch_dist format",
         f"  successfully saved checkpoint from iteration {k:7d} to {CKPT_DIR} [ t 1/8, p 1/4 ]",
-        "(min, max) time across ranks (ms):",
-        "    " + "save-checkpoint ".ljust(48, ".") + f": ({save_ms:.2f}, {save_ms + 3.17:.2f})",
     ]
+    if save_ms is not None:
+        lines += [
+            "(min, max) time across ranks (ms):",
+            "    " + "save-checkpoint ".ljust(48, ".") + f": ({save_ms:.2f}, {save_ms + 3.17:.2f})",
+        ]
+    return lines
 
 
-def validation_lines(k: int, loss: float) -> list[str]:
+def validation_lines(k: int, loss: float, final: bool = False) -> list[str]:
+    """Megatron's validation block between dashes: ` validation loss at iteration 100 | lm loss value: 8.687662E+00 |
+    lm loss PPL: 5.929304E+03 | ` during training, `... at iteration 200 on validation set | ...` after it
+    (hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md, both in one log)."""
+    where = " on validation set" if final else ""
     text = (
-        f" validation loss at iteration {k} on validation set | lm loss value: {loss:.6E} |"
-        f" lm loss PPL: {math.exp(loss):.6E} | "
+        f" validation loss at iteration {k}{where} | lm loss value: {loss:.6E} | lm loss PPL: {math.exp(loss):.6E} | "
     )
     return ["-" * (len(text) + 1), text, "-" * (len(text) + 1)]
 

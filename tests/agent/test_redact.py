@@ -255,11 +255,11 @@ def test_secrets_after_escaped_newlines_go_and_the_escapes_stay() -> None:
 
 
 def test_healthy_training_logs_pass_unchanged() -> None:
-    """Every line of knowledge/healthy/ (2,329 lines of Megatron, DeepSpeed, HF Trainer, torchrun, NCCL, Slurm and
+    """Every line of knowledge/healthy/ (1,968 lines of Megatron, DeepSpeed, HF Trainer, torchrun, NCCL, Slurm and
     kernel logs): none is changed, so the false-positive rate on them is 0."""
     lines = healthy_corpus()
     changed = [line for line in lines if Redactor().redact(line) != line]
-    assert len(lines) > 2000 and changed == []
+    assert len(lines) > 1900 and changed == []  # 1,968 since the generated job prints only real timer lines
 
 
 def test_benign_training_logs_stay_byte_identical() -> None:

@@ -17,7 +17,8 @@ from crashcart.evals.scenarios import SCENARIOS, Scenario, scenario_from_case
 from crashcart.knowledge.taxonomy import FailureClass
 
 WATCHDOG = "Watchdog caught collective operation timeout"
-GLOG = re.compile(r"\[E(\d{4} \d\d:\d\d:\d\d\.\d{6}) ")
+# c10's stamp as PyTorch 2.4+ prints it: month unpadded, nanoseconds (`[E626 06:24:44.903881913 `)
+GLOG = re.compile(r"\[E(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.(\d{6})\d{3} ")
 
 
 def _job(tmp_path: Path, name: str = "job", workers: int = 1, **kw) -> tuple[Path, object]:
@@ -32,7 +33,7 @@ def _read(path: Path) -> str:
 
 def _glog_times(text: str, needle: str) -> list[datetime]:
     return [
-        datetime.strptime(m.group(1), "%m%d %H:%M:%S.%f")
+        datetime.strptime(f"{int(m.group(1)):02d}{m.group(2)} {m.group(3)}.{m.group(4)}", "%m%d %H:%M:%S.%f")
         for line in text.splitlines()
         if needle in line and (m := GLOG.search(line))
     ]

@@ -55,7 +55,8 @@ def test_every_captured_file_names_the_threads_its_lines_were_copied_from() -> N
 
 def test_the_corpus_is_every_distinct_line_of_the_samples() -> None:
     lines = healthy_corpus()
-    assert len(lines) == len(set(lines)) >= 2108  # 2,108 when the generated job became data
+    assert len(lines) == len(set(lines)) >= 1968  # 2,108 when the generated job became data; 1,968 once its
+    # iteration timers were cut to the two a real default run prints (forward-backward, optimizer)
     expected = {ln for name in SAMPLES for ln in (HEALTHY_DIR / name).read_text(encoding="utf-8").splitlines()}
     assert set(lines) == expected - {""}
     assert any(line.startswith("[default1]:") and " iteration " in line for line in lines)  # torchrun, per node

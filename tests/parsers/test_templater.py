@@ -308,7 +308,7 @@ def test_the_bound_changes_nothing_on_the_healthy_corpus() -> None:
     bounded, plain = Templater(), Templater()
     plain._drain = Drain(sim_th=0.4, depth=4, max_children=100, max_clusters=MAX_CLUSTERS)
     lines = [line for path in sorted(HEALTHY.glob("*.log")) for line in path.read_bytes().splitlines()]
-    assert len(lines) > 2000
+    assert len(lines) > 1900  # 1,977 lines since the generated job prints only real timer lines
     got = [bounded.template_index(line) for line in lines]
     want = [plain.template_index(line) for line in lines]
     assert [bounded.template(i) for i in got] == [plain.template(i) for i in want]
