@@ -146,7 +146,7 @@ def rank_hosts(scans: Sequence[FileScan]) -> dict[int, str]:
     """
     seen: dict[int, Counter[str]] = {}
     for scan in scans:
-        pairs = [
+        pairs: list[tuple[int | None, str | None]] = [
             (_global_rank(ref, scan), ref.node)
             for stat in scan.templates
             for ref in (stat.first, stat.last)
