@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
+from real_logs import real_log_paths
 
 from crashcart.parsers._linekeys import keys, tally
 from crashcart.parsers.attribution import rank_prefix
@@ -170,21 +170,8 @@ def reference_keys(block: bytes) -> bytes:
     return bytes(out)
 
 
-def _real_log_blocks() -> list[bytes]:
-    """The real logs at hand, each as its bytes: the mined corpus (both halves, only read), the shared dev set,
-    the Loghub samples and the healthy corpus."""
-    root = Path(__file__).resolve().parents[2]
-    logs = [
-        *(root / "evals" / "corpus").glob("*/cases/*.log"),
-        *(root.parent / "shared" / "evalsets").glob("*/*/*"),
-        *(root.parent / "shared" / "data").rglob("*.log"),
-        *(root / "knowledge" / "healthy").glob("*.log"),
-    ]
-    return [log.read_bytes() for log in logs if log.is_file()]
-
-
 def test_the_native_pass_keys_every_real_log_as_the_reference_does() -> None:
-    blocks = _real_log_blocks()
+    blocks = [path.read_bytes() for path in real_log_paths()]
     assert sum(map(len, blocks)) > 5_000_000
     for block in blocks:
         assert keys(block) == reference_keys(block)

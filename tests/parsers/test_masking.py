@@ -7,9 +7,9 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from real_logs import real_log_lines
 
 from crashcart.parsers.masking import mask
 
@@ -234,25 +234,8 @@ def reference_mask(text: str) -> str:
     return _REFERENCE.sub(lambda m: _LABELS[m.lastgroup or "NUM"], text)
 
 
-def _real_log_lines() -> list[str]:
-    """Every distinct line of the real logs at hand: the mined corpus (both halves, only read), the shared dev
-    set, the Loghub samples and the healthy corpus."""
-    root = Path(__file__).resolve().parents[2]
-    logs = [
-        *(root / "evals" / "corpus").glob("*/cases/*.log"),
-        *(root.parent / "shared" / "evalsets").glob("*/*/*"),
-        *(root.parent / "shared" / "data").rglob("*.log"),
-        *(root / "knowledge" / "healthy").glob("*.log"),
-    ]
-    lines: set[str] = set()
-    for log in logs:
-        if log.is_file():
-            lines.update(log.read_text(encoding="utf-8", errors="replace").splitlines())
-    return sorted(lines)
-
-
 def test_the_native_pass_masks_every_real_line_as_the_reference_does() -> None:
-    lines = _real_log_lines()
+    lines = real_log_lines()
     assert len(lines) > 20_000
     wrong = [(line, mask(line), reference_mask(line)) for line in lines if mask(line) != reference_mask(line)]
     assert wrong == []

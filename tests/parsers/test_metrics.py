@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from real_logs import real_log_lines
 
 from crashcart.knowledge.records import LineRef
 from crashcart.parsers.metrics import (
@@ -157,18 +157,8 @@ def test_fairseq_overflow_is_a_skip_with_its_new_scale() -> None:
 
 
 def _real_lines() -> list[str]:
-    """Every line of the repository's real failure logs (the mined corpus, both halves: only read, never tuned)
-    and the shared dev set that holds one of the words the value patterns start from."""
-    root = Path(__file__).resolve().parents[2]
-    logs = [*(root / "evals" / "corpus").glob("*/cases/*.log"), *(root.parent / "shared" / "evalsets").glob("*/*/*")]
-    words = ("loss", "norm", "scale")
-    return [
-        line.lower()
-        for log in logs
-        if log.is_file()
-        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
-        if any(w in line.lower() for w in words)
-    ]
+    """The real log lines at hand (tests/support/real_logs.py) that hold a word the value patterns start from."""
+    return [line.lower() for line in real_log_lines() if any(w in line.lower() for w in ("loss", "norm", "scale"))]
 
 
 @pytest.mark.parametrize(
