@@ -320,6 +320,13 @@ def _device(exc: RaisedException, tb: Traceback) -> Finding | None:
     return None
 
 
+# What _fallback concludes: nothing telling was found, so the learned prior may be asked (agent/tracebacks.py).
+FALLBACK_REASONS = frozenset(
+    {"bare_runtime_error", "terminate_without_what", "native_exception", "os_error", "assertion"}
+    | {"library_exception", "user_code_exception"}
+)
+
+
 def _fallback(exc: RaisedException, tb: Traceback) -> Finding:
     """Nothing telling: a bare RuntimeError, or a C++ terminate whose what() never came, is a weak symptom;
     anything else a weak bug, I/O errors storage."""

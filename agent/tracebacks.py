@@ -11,24 +11,27 @@ exception of a chain and turns verdicts into events.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from crashcart.agent.events import FailureEvent
+from crashcart.agent.exception_reading import learned
 from crashcart.agent.traceback_data import is_worker_reraise
 from crashcart.agent.traceback_findings import SUMMARY, Finding
 from crashcart.agent.traceback_frames import where
 from crashcart.agent.traceback_launch import judge_unfinished
-from crashcart.agent.traceback_rules import judge_exception
+from crashcart.agent.traceback_rules import FALLBACK_REASONS, judge_exception
 from crashcart.knowledge.records import LineRef, Strict
+from crashcart.knowledge.rules import generic_rule_ids
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, FailureClass, Role
 from crashcart.parsers.masking import mask
-from crashcart.parsers.models import FileScan, Traceback
+from crashcart.parsers.models import FileScan, RaisedException, Traceback
 
 MAX_EVENTS = 50  # a job of 1,000 ranks printing one traceback each stays a small event list
 
 # Verdicts that follow from a failure elsewhere: they name the class only when nothing better is seen.
 SYMPTOM_REASONS = frozenset(
     {"bare_runtime_error", "terminate_without_what", "launcher_summary", "dist_backend", "sigterm", "no_exception_line"}
-    | {"remote_failure", "remote_node_lost", "library_exception"}
+    | {"remote_failure", "remote_node_lost", "library_exception", "learned_symptom"}
 )
 _NO_EXCEPTION_LINE = Finding("no_exception_line", FailureClass.CODE_BUG, SUMMARY, "a traceback")
 
@@ -43,9 +46,28 @@ class TracebackVerdict(Strict):
     ref: LineRef
 
 
-def judge(tb: Traceback, seen: dict[tuple[object, ...], tuple[Finding, int]] | None = None) -> TracebackVerdict:
+Judged = tuple[Finding, int, Finding | None]  # the rules' finding, the telling link, the prior's when asked
+
+
+class SignatureLines(NamedTuple):
+    """The lines of one file that signatures read: by a message family's signature, or by the exception's type."""
+
+    specific: frozenset[int] = frozenset()
+    generic: frozenset[int] = frozenset()
+
+
+NO_SIGNATURES = SignatureLines()
+
+
+def judge(
+    tb: Traceback, seen: dict[tuple[object, ...], Judged] | None = None, lines: SignatureLines = NO_SIGNATURES
+) -> TracebackVerdict:
     """The verdict of the chain's most telling exception; on a tie the oldest, since later ones were raised
     while handling it. A DataLoader worker's re-raise in the main process stands aside for the worker's own.
+
+    Where no rule knew the exception and no specific signature read its line, the prior learned from real
+    failures may name its class (exception_reading.py). It names a class, not a cause: a reading of what was
+    a symptom stays one, unless a type-only signature had already called the line a root cause.
 
     With `seen`, a traceback of a shape judged before (every rank printing the same one) is not judged again.
     """
@@ -55,14 +77,45 @@ def judge(tb: Traceback, seen: dict[tuple[object, ...], tuple[Finding, int]] | N
     key = _shape(tb)
     found = seen.get(key) if seen is not None else None
     if found is None:
-        judged = [(judge_exception(exc, tb), -i) for i, exc in enumerate(links)]
-        best, at = max(judged, key=lambda item: (item[0].priority, item[1]))
-        found = (best, -at)
+        finding, index = _telling(links, tb)
+        found = (finding, index, learned(links[index], tb) if finding.reason in FALLBACK_REASONS else None)
         if seen is not None:
             seen[key] = found
-    finding, index = found
+    finding, index, prior = found
     exc = links[index]
+    line = exc.ref.line
+    if prior is not None and line not in lines.specific:
+        symptom = finding.reason in SYMPTOM_REASONS and line not in lines.generic
+        timeout = prior.failure_class is FailureClass.COLLECTIVE_TIMEOUT  # what every waiting rank prints
+        finding = prior._replace(reason="learned_symptom") if symptom or timeout else prior
     return _verdict(finding, exc.ref, where(exc))
+
+
+def _telling(links: list[RaisedException], tb: Traceback) -> tuple[Finding, int]:
+    """The most telling link's finding by the rules alone, and its index."""
+    judged = [(judge_exception(exc, tb), -i) for i, exc in enumerate(links)]
+    best, at = max(judged, key=lambda item: (item[0].priority, item[1]))
+    return best, -at
+
+
+def telling_exceptions(scans: Sequence[FileScan]) -> list[tuple[RaisedException, Traceback]]:
+    """Each traceback's most telling exception by the rules alone: what the prior learns from
+    (agent/prior_learning.py)."""
+    found = []
+    for scan in scans:
+        for tb in scan.tracebacks:
+            links = [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
+            if links:
+                found.append((links[_telling(links, tb)[1]], tb))
+    return found
+
+
+def _signature_lines(scan: FileScan) -> SignatureLines:
+    generic = generic_rule_ids()
+    return SignatureLines(
+        specific=frozenset(hit.ref.line for hit in scan.hits if hit.rule_id not in generic),
+        generic=frozenset(hit.ref.line for hit in scan.hits if hit.rule_id in generic),
+    )
 
 
 def _shape(tb: Traceback) -> tuple[object, ...]:
@@ -81,13 +134,13 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     """One event per judged traceback, folded: the same exception line on one rank is one event with a count,
     each distinct exception keeps its first event before repeats on other ranks fill the cap."""
     groups: dict[tuple[str, str, str | None, int | None], list[TracebackVerdict]] = {}
-    seen: dict[tuple[object, ...], tuple[Finding, int]] = {}
+    seen: dict[tuple[object, ...], Judged] = {}
     for scan in scans:
-        hit_lines = {hit.ref.line for hit in scan.hits}
+        lines = _signature_lines(scan)
         for tb in scan.tracebacks:
-            if _read_by_a_signature(tb, hit_lines):
+            if _read_by_a_signature(tb, lines.specific | lines.generic):
                 continue
-            verdict = judge(tb, seen)
+            verdict = judge(tb, seen, lines)
             key = (verdict.rule_id, mask(verdict.ref.text[:300]), verdict.ref.node, verdict.ref.rank)
             groups.setdefault(key, []).append(verdict)
     firsts: dict[tuple[str, str], tuple[str, str, str | None, int | None]] = {}
@@ -98,7 +151,7 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     return [_event(groups[key]) for key in order[:MAX_EVENTS]]
 
 
-def _read_by_a_signature(tb: Traceback, hit_lines: set[int]) -> bool:
+def _read_by_a_signature(tb: Traceback, hit_lines: frozenset[int]) -> bool:
     """An exception line alone (no frames: parsers/headless.py) that a signature matched: the signature's reading
     of it, root cause or symptom, is all there is; the type alone must not outrank it."""
     frameless = tb.kind == "python" and bool(tb.chain) and not tb.unfinished and not any(e.frames for e in tb.chain)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from crashcart.agent.consult import LLMOptions
 from crashcart.agent.pipeline import triage
+from crashcart.agent.prior_learning import learn_prior
 from crashcart.agent.report import Report, ScanStats
+from crashcart.knowledge.exception_prior import ExceptionPrior
 
-__all__ = ["LLMOptions", "Report", "ScanStats", "triage"]
+__all__ = ["ExceptionPrior", "LLMOptions", "Report", "ScanStats", "learn_prior", "triage"]

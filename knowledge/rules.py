@@ -43,6 +43,9 @@ class Rule(Frozen):
     # program that prints the message (owner/repo:path). Every shipped rule names one (tests/knowledge/test_rules.py);
     # a rule an operator confirmed has its provenance in `source` instead.
     sources: list[Annotated[str, Field(pattern=SOURCE_PATTERN)]] = []
+    # The pattern names only an exception's type (python.yaml's per-exception rules): a reading of the whole
+    # exception (its message, frames and where it was raised) outranks it (agent/tracebacks.py).
+    generic: bool = False
 
     @field_validator("pattern")
     @classmethod
@@ -118,6 +121,11 @@ def load_rules(paths: list[Path] | None = None) -> list[Rule]:
 def _shipped_rules() -> tuple[Rule, ...]:
     """The shipped library, parsed and validated once per process (rules are frozen records)."""
     return tuple(_load_files(sorted(SIGNATURE_DIR.glob("*.yaml")), shipped=True))
+
+
+def generic_rule_ids() -> frozenset[str]:
+    """The shipped rules that know an exception by its type alone."""
+    return frozenset(rule.id for rule in _shipped_rules() if rule.generic)
 
 
 def _load_files(files: list[Path], *, shipped: bool = False) -> list[Rule]:

@@ -11,7 +11,7 @@ from traceback_records import traceback_from
 from crashcart.agent.diagnose import diagnose
 from crashcart.agent.events import FailureEvent
 from crashcart.agent.pipeline import triage
-from crashcart.agent.tracebacks import MAX_EVENTS, judge, role_of, traceback_events
+from crashcart.agent.tracebacks import MAX_EVENTS, Judged, SignatureLines, judge, role_of, traceback_events
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role
 from crashcart.parsers.models import FileScan, TemplateStat, Traceback
@@ -213,7 +213,45 @@ Traceback (most recent call last):
 requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
 """)  # noqa: E501
     )
-    assert (verdict.rule_id, role_of(verdict)) == ("traceback.library_exception", Role.SYMPTOM)
+    # no rule knows it; the prior learned from real threads reads it as a setting (the gated repo) and names
+    # that class, but a class is not a cause: it stays a symptom
+    assert (verdict.rule_id, verdict.failure_class) == ("traceback.learned_symptom", FailureClass.CONFIG_ERROR)
+    assert role_of(verdict) is Role.SYMPTOM
+
+
+HUB_REFUSED = """
+Traceback (most recent call last):
+  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
+    response.raise_for_status()
+  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
+    raise HTTPError(http_error_msg, response=self)
+requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
+"""  # noqa: E501  (huggingface/autotrain-advanced#365)
+
+
+def test_a_line_a_specific_signature_read_keeps_the_rules_finding_not_the_priors() -> None:
+    tb = traceback_from(HUB_REFUSED)
+    line = tb.chain[-1].ref.line
+    assert judge(tb, lines=SignatureLines(specific=frozenset({line}))).rule_id == "traceback.library_exception"
+
+
+def test_a_line_only_a_type_signature_called_a_root_cause_is_read_as_a_root_cause_of_the_priors_class() -> None:
+    # python.yaml's per-exception rules know only the type: the prior's reading of the whole line replaces
+    # theirs, and like theirs it is a root cause
+    tb = traceback_from(HUB_REFUSED)
+    verdict = judge(tb, lines=SignatureLines(generic=frozenset({tb.chain[-1].ref.line})))
+    assert (verdict.rule_id, role_of(verdict)) == ("traceback.learned_reading", Role.ROOT_CAUSE)
+    assert verdict.failure_class is FailureClass.CONFIG_ERROR
+
+
+def test_every_rank_printing_one_traceback_is_judged_once_wherever_the_signatures_read() -> None:
+    seen: dict[tuple[object, ...], Judged] = {}
+    tb = traceback_from(HUB_REFUSED)
+    line = frozenset({tb.chain[-1].ref.line})
+    first = judge(tb, seen)
+    assert judge(tb, seen, SignatureLines(specific=line)).rule_id == "traceback.library_exception"
+    assert judge(tb, seen).rule_id == first.rule_id == "traceback.learned_symptom"
+    assert len(seen) == 1
 
 
 def _lone(tmp_path: Path, line: str) -> FailureClass:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import hyperscan
 import pytest
 
 from crashcart.knowledge.errors import KnowledgeError
-from crashcart.knowledge.rules import SIGNATURE_DIR, Rule, load_rule_file, load_rules
+from crashcart.knowledge.rules import SIGNATURE_DIR, Rule, generic_rule_ids, load_rule_file, load_rules
 from crashcart.knowledge.taxonomy import FailureClass, Role
 
 ROLE_RANK = {Role.ROOT_CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
@@ -622,3 +623,12 @@ def test_a_users_rule_file_is_checked_on_load_where_the_shipped_library_is_check
     with pytest.raises(KnowledgeError, match="example does not match"):
         load_rule_file(path)
     assert [r.id for r in load_rule_file(path, shipped=True)] == ["user.nccl_timeout"]
+
+
+def test_the_generic_rules_are_those_that_know_only_an_exceptions_type() -> None:
+    # what a reading of the whole exception may outrank (agent/tracebacks.py): never a message family's rule
+    generic = [rule for rule in load_rules() if rule.generic]
+    assert {rule.id for rule in generic} == generic_rule_ids()
+    assert len(generic) >= 5
+    for rule in generic:
+        assert re.fullmatch(r"(?:\\b)?[A-Z]\w+(?:Error|Exception)(?::\s|\\b)", rule.pattern), rule.id

@@ -1,0 +1,71 @@
+"""What the prior reads of an exception, and when its reading is asked for at all."""
+
+from __future__ import annotations
+
+from traceback_records import traceback_from
+
+from crashcart.agent.exception_reading import SURE, features, learned
+from crashcart.agent.traceback_findings import LEARNED
+from crashcart.knowledge.exception_prior import ExceptionPrior, learn
+from crashcart.knowledge.taxonomy import FailureClass
+
+# huggingface/autotrain-advanced#365: requests' HTTPError raised under huggingface_hub (a gated repo)
+HUB_REFUSED = """
+Traceback (most recent call last):
+  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
+    response.raise_for_status()
+  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
+    raise HTTPError(http_error_msg, response=self)
+requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
+"""  # noqa: E501
+# bmartacho/UniPose#35: the project's own loader unpacks a return value wrongly
+OWN_CODE = """
+Traceback (most recent call last):
+  File "unipose.py", line 299, in <module>
+    model.training(epoch)
+  File "unipose.py", line 126, in training
+    for i, (input, heatmap, centermap, img_path) in enumerate(tbar):
+ValueError: too many values to unpack (expected 4)
+"""
+
+
+def _sure_of(cls: FailureClass, *examples: str) -> ExceptionPrior:
+    """A prior that has seen the exceptions of `examples` only in cases of `cls` (and one unrelated case)."""
+    seen = [features(tb.chain[-1], tb) for tb in map(traceback_from, examples)]
+    return learn([(cls, seen)] * 20 + [(FailureClass.CODE_BUG, [frozenset({"type:NameError"})])])
+
+
+def test_what_is_read_of_an_exception() -> None:
+    tb = traceback_from(HUB_REFUSED)
+    found = features(tb.chain[-1], tb)
+    assert {"type:HTTPError", "kind:python", "raiser:requests", "package:huggingface_hub"} <= found
+    assert {"word:unauthorized", "word:client", "word:config"} <= found
+    assert not any(f.startswith("word:") and any(c.isdigit() for c in f) for f in found)  # no numbers, no ids
+
+
+def test_a_sure_prior_names_the_class_of_a_library_exception() -> None:
+    prior = _sure_of(FailureClass.CONFIG_ERROR, HUB_REFUSED)
+    tb = traceback_from(HUB_REFUSED)
+    finding = learned(tb.chain[-1], tb, prior)
+    assert finding is not None
+    assert (finding.failure_class, finding.priority) == (FailureClass.CONFIG_ERROR, LEARNED)
+    assert finding.reason == "learned_reading"
+    assert "config error" in finding.label
+
+
+def test_an_unsure_prior_says_nothing() -> None:
+    tb = traceback_from(HUB_REFUSED)
+    seen = [features(tb.chain[-1], tb)]
+    split = learn([(FailureClass.CONFIG_ERROR, seen), (FailureClass.NETWORK, seen)])
+    reading = split.read(features(tb.chain[-1], tb))
+    assert reading is not None and reading.probability < SURE
+    assert learned(tb.chain[-1], tb, split) is None
+
+
+def test_the_users_own_code_and_a_bare_exception_line_are_never_read() -> None:
+    own = traceback_from(OWN_CODE)
+    assert learned(own.chain[-1], own, _sure_of(FailureClass.DATA_ERROR, OWN_CODE)) is None
+    # cychai1995/DDPGfD#3: a line alone, the project's own class
+    bare = traceback_from("AttributeError: 'RLTrainer' object has no attribute 'device'\n")
+    sure = _sure_of(FailureClass.ENVIRONMENT, "AttributeError: 'RLTrainer' object has no attribute 'device'\n")
+    assert learned(bare.chain[-1], bare, sure) is None
