@@ -22,30 +22,27 @@ _WORD = re.compile(r"[A-Za-z][a-z]{2,}|[A-Z]{2,}")  # words and acronyms; number
 
 
 def features(exc: RaisedException, tb: Traceback) -> frozenset[str]:
-    """What the prior reads of one exception: type, kind of traceback, message words, raiser, packages."""
-    raised = raiser(exc.frames)
-    if raised is None:
-        raiser_name = "none"
-    elif is_user(raised):
-        raiser_name = "user"
-    else:
-        raiser_name = "std" if is_stdlib(raised) else str(raised.package)
-    found = {f"type:{short_type(exc)}", f"kind:{tb.kind}", f"raiser:{raiser_name}"}
+    """What the prior reads of one exception: type and message words; with frames also the kind of traceback,
+    the raiser and the packages it went through."""
+    found = {f"type:{short_type(exc)}"}
     found.update(f"word:{w.lower()}" for w in _WORD.findall(exc.message[:MESSAGE_CHARS]))
+    raised = raiser(exc.frames)
+    if raised is None:  # a bare line: its type and words are all there is; marking it bare would pull every
+        return frozenset(found)  # bare line towards the class whose excerpts are most often bare lines
+    raiser_name = "user" if is_user(raised) else "std" if is_stdlib(raised) else str(raised.package)
+    found.update((f"kind:{tb.kind}", f"raiser:{raiser_name}"))
     found.update(f"package:{f.package}" for f in exc.frames if f.package and f.package != "python")
     if tb.worker:
         found.add("kind:worker")
-    if not exc.frames:
-        found.add("kind:frameless")
     return frozenset(found)
 
 
 def learned(exc: RaisedException, tb: Traceback, prior: ExceptionPrior | None = None) -> Finding | None:
     """The prior's class for an exception nothing else explained, when it is sure of it. Never for one raised in
-    the user's own code (that is the user's bug, as traceback_rules.py says) nor for a bare exception line, whose
-    few words are too little to go on."""
+    the user's own code: that is the user's bug, as traceback_rules.py says. (A bare exception line, with no
+    frames, is read; whether its reading counts is the caller's to say.)"""
     raised = raiser(exc.frames)
-    if raised is None or is_user(raised):
+    if raised is not None and is_user(raised):
         return None
     reading = (prior or load_prior()).read(features(exc, tb))
     if reading is None or reading.probability < SURE:

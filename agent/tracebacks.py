@@ -17,7 +17,7 @@ from crashcart.agent.events import FailureEvent
 from crashcart.agent.exception_reading import learned
 from crashcart.agent.traceback_data import is_worker_reraise
 from crashcart.agent.traceback_findings import SUMMARY, Finding
-from crashcart.agent.traceback_frames import where
+from crashcart.agent.traceback_frames import short_type, where
 from crashcart.agent.traceback_launch import judge_unfinished
 from crashcart.agent.traceback_rules import FALLBACK_REASONS, judge_exception
 from crashcart.knowledge.records import LineRef, Strict
@@ -84,11 +84,18 @@ def judge(
     finding, index, prior = found
     exc = links[index]
     line = exc.ref.line
-    if prior is not None and line not in lines.specific:
+    if prior is not None and line not in lines.specific and (exc.frames or _bare_but_readable(exc, line, lines)):
         symptom = finding.reason in SYMPTOM_REASONS and line not in lines.generic
         timeout = prior.failure_class is FailureClass.COLLECTIVE_TIMEOUT  # what every waiting rank prints
         finding = prior._replace(reason="learned_symptom") if symptom or timeout else prior
     return _verdict(finding, exc.ref, where(exc))
+
+
+def _bare_but_readable(exc: RaisedException, line: int, lines: SignatureLines) -> bool:
+    """A bare exception line's reading counts only over a type-only signature's, and never for the types that
+    where they were raised decides (an AttributeError or TypeError of a library's API, or of the user's own
+    class: a line alone cannot tell which)."""
+    return line in lines.generic and short_type(exc) not in ("AttributeError", "TypeError")
 
 
 def _telling(links: list[RaisedException], tb: Traceback) -> tuple[Finding, int]:
@@ -138,7 +145,7 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     for scan in scans:
         lines = _signature_lines(scan)
         for tb in scan.tracebacks:
-            if _read_by_a_signature(tb, lines.specific | lines.generic):
+            if _read_by_a_signature(tb, lines.specific):
                 continue
             verdict = judge(tb, seen, lines)
             key = (verdict.rule_id, mask(verdict.ref.text[:300]), verdict.ref.node, verdict.ref.rank)

@@ -62,10 +62,13 @@ def test_an_unsure_prior_says_nothing() -> None:
     assert learned(tb.chain[-1], tb, split) is None
 
 
-def test_the_users_own_code_and_a_bare_exception_line_are_never_read() -> None:
+def test_the_users_own_code_is_never_read() -> None:
     own = traceback_from(OWN_CODE)
     assert learned(own.chain[-1], own, _sure_of(FailureClass.DATA_ERROR, OWN_CODE)) is None
-    # cychai1995/DDPGfD#3: a line alone, the project's own class
-    bare = traceback_from("AttributeError: 'RLTrainer' object has no attribute 'device'\n")
-    sure = _sure_of(FailureClass.ENVIRONMENT, "AttributeError: 'RLTrainer' object has no attribute 'device'\n")
-    assert learned(bare.chain[-1], bare, sure) is None
+
+
+def test_a_bare_line_is_read_by_its_type_and_words_alone() -> None:
+    # hqucv/siamban#31 (evals/corpus/dev): no frames, so no raiser, kind or package to read
+    bare = traceback_from("ValueError: Number of processes must be at least 1\n")
+    words = {"word:number", "word:processes", "word:must", "word:least"}
+    assert features(bare.chain[-1], bare) == {"type:ValueError", *words}

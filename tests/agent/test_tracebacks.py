@@ -8,10 +8,13 @@ from pathlib import Path
 
 from traceback_records import traceback_from
 
+from crashcart.agent import exception_reading
 from crashcart.agent.diagnose import diagnose
 from crashcart.agent.events import FailureEvent
+from crashcart.agent.exception_reading import features
 from crashcart.agent.pipeline import triage
 from crashcart.agent.tracebacks import MAX_EVENTS, Judged, SignatureLines, judge, role_of, traceback_events
+from crashcart.knowledge.exception_prior import ExceptionPrior, learn
 from crashcart.knowledge.records import LineRef
 from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Role
 from crashcart.parsers.models import FileScan, TemplateStat, Traceback
@@ -252,6 +255,25 @@ def test_every_rank_printing_one_traceback_is_judged_once_wherever_the_signature
     assert judge(tb, seen, SignatureLines(specific=line)).rule_id == "traceback.library_exception"
     assert judge(tb, seen).rule_id == first.rule_id == "traceback.learned_symptom"
     assert len(seen) == 1
+
+
+def _sure_prior(cls: FailureClass, tb: Traceback) -> ExceptionPrior:
+    other = (FailureClass.CODE_BUG, [frozenset({"type:NameError"})])
+    return learn([(cls, [features(tb.chain[-1], tb)])] * 20 + [other])
+
+
+def test_a_bare_line_is_read_only_over_a_type_signature_and_never_for_an_api_type(monkeypatch) -> None:
+    # hqucv/siamban#31: a settings check printed as a bare line, which python.value_error reads by its type
+    bare = traceback_from("ValueError: Number of processes must be at least 1\n")
+    line = frozenset({bare.chain[-1].ref.line})
+    monkeypatch.setattr(exception_reading, "load_prior", lambda: _sure_prior(FailureClass.CONFIG_ERROR, bare))
+    assert judge(bare, lines=SignatureLines(generic=line)).rule_id == "traceback.learned_reading"
+    assert judge(bare).rule_id == "traceback.user_code_exception"  # no signature read it: too little to go on
+    # cychai1995/DDPGfD#3: the project's own class or a library's API? a line alone cannot tell
+    api = traceback_from("AttributeError: 'RLTrainer' object has no attribute 'device'\n")
+    monkeypatch.setattr(exception_reading, "load_prior", lambda: _sure_prior(FailureClass.ENVIRONMENT, api))
+    verdict = judge(api, lines=SignatureLines(generic=frozenset({api.chain[-1].ref.line})))
+    assert verdict.failure_class is FailureClass.CODE_BUG
 
 
 def _lone(tmp_path: Path, line: str) -> FailureClass:
