@@ -19,6 +19,7 @@ from crashcart.cli_bot import bot
 from crashcart.cli_cases import cases_app
 from crashcart.cli_generate import generate
 from crashcart.cli_help import install as install_help
+from crashcart.cli_mcp import mcp
 from crashcart.cli_rules import rules_app
 from crashcart.knowledge.errors import CrashcartError
 from crashcart.printable import printable, printable_name
@@ -60,6 +61,7 @@ app.add_typer(rules_app, name="rules")
 app.command("batch")(batch)
 app.command("bot")(bot)
 app.command("generate")(generate)
+app.command("mcp")(mcp)
 
 
 class Format(str, Enum):

@@ -20,7 +20,6 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from crashcart.agent.consult import LLMOptions
 from crashcart.agent.outbound import outbound
 from crashcart.bot.actions import ReportCache, SavedReport, confirm_diagnosis, decide_rule, propose_rule
 from crashcart.bot.blocks import (
@@ -38,22 +37,19 @@ from crashcart.bot.blocks import (
     with_note,
 )
 from crashcart.bot.config import BotConfig
-from crashcart.bot.opened import ReadLimits
 from crashcart.bot.requests import HELP, JobAsk, Logs, PathAsk, TriageRequest, describe_ask, gather, parse_ask
-from crashcart.bot.work import AskRunner, TriageJob
+from crashcart.bot.work import AskRunner, TriageJob, configured_job
 from crashcart.knowledge.errors import CrashcartError, InputError
 from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.rule_store import RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
-from crashcart.parsers.sources import ReadCap
 from crashcart.stores import default_memory_path, default_rules_path, open_memory, open_rule_store
 
 if TYPE_CHECKING:
     from crashcart.agent.llm_provider import ChatModel, LLMSettings
 
 log = logging.getLogger("crashcart.bot")
-DECOMPRESSED_SETTING = "max_decompressed_bytes in the bot config"
 _USER_ID = re.compile(r"^[A-Z0-9]+$")
 
 
@@ -103,17 +99,14 @@ class Services:
     def _job(self, ask: TriageRequest, logs: Logs, workdir: Path) -> TriageJob:
         """Paths and Slurm jobs are opened under the log roots; pastes and uploads are the bot's own files."""
         named = isinstance(ask, JobAsk | PathAsk)
-        return TriageJob(
-            paths=logs.paths,
+        return configured_job(
+            self.config,
+            logs.paths,
+            workdir,
             roots=list(self.config.log_roots) if named else [],
-            workdir=workdir,
             memory_path=self.memory_path,
             rules_path=self.rules_path,
-            limits=ReadLimits(bytes=self.config.max_read_bytes, files=self.config.max_read_files),
-            read_cap=ReadCap(bytes=self.config.max_decompressed_bytes, setting=DECOMPRESSED_SETTING),
             llm=self.llm,
-            llm_options=LLMOptions(timeout_s=self.config.llm_timeout_s),
-            workers=self.config.workers,
         )
 
     def offer_rule(self, saved: SavedReport, incident: Incident, channel: str, thread_ts: str) -> None:

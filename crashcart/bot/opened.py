@@ -112,7 +112,7 @@ class _Opener:
         real = Path(os.readlink(f"/proc/self/fd/{fd}"))
         if not any(real.is_relative_to(root) for root in self.roots):
             raise InputError(
-                f"{named} leads out of the log roots this bot may read (it changed while the bot opened it); "
+                f"{named} leads out of the log roots crashcart may read (it changed while crashcart opened it); "
                 "ask about the files themselves"
             )
         return fd, os.fstat(fd)

@@ -150,7 +150,7 @@ def safe_path(raw: str, roots: Sequence[Path]) -> Path:
         raise InputError(f"{raw}: cannot resolve ({exc}); give another path") from exc
     found = next((p for p in inside if p.exists()), None)
     if found is None and (escapes or not inside):
-        raise InputError(f"{raw} is outside the log roots this bot may read ({', '.join(map(str, roots))})")
+        raise InputError(f"{raw} is outside the log roots crashcart may read ({', '.join(map(str, roots))})")
     if found is None:
         raise InputError(f"no such file or folder under the log roots: {raw}")
     _check_links(found, roots, raw)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from crashcart.agent.llm_provider import ChatModel, LLMSettings
 
 _START = "forkserver"
+DECOMPRESSED_SETTING = "max_decompressed_bytes in the bot config"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,32 @@ class TriageJob:
     starter: int = field(default_factory=os.getpid)
     # A forkserver child has the environment the forkserver was started with, not the bot's of now.
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def configured_job(
+    config: BotConfig,
+    paths: list[Path],
+    workdir: Path,
+    *,
+    roots: list[Path],
+    memory_path: Path,
+    rules_path: Path,
+    llm: LLMSettings | None = None,
+) -> TriageJob:
+    """A triage job under the config's read, decompression and model limits: the bot's asks and the MCP server's
+    tool calls (crashcart/mcp_server.py) are built here, so both read logs the same way."""
+    return TriageJob(
+        paths=paths,
+        roots=roots,
+        workdir=workdir,
+        memory_path=memory_path,
+        rules_path=rules_path,
+        limits=ReadLimits(bytes=config.max_read_bytes, files=config.max_read_files),
+        read_cap=ReadCap(bytes=config.max_decompressed_bytes, setting=DECOMPRESSED_SETTING),
+        llm=llm,
+        llm_options=LLMOptions(timeout_s=config.llm_timeout_s),
+        workers=config.workers,
+    )
 
 
 class AskRunner:

@@ -3,6 +3,8 @@ records, and a cut happens after redaction so no secret's head survives it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fakes.secrets import LINES, SECRETS, leaks
 
 from crashcart.agent.models import Diagnosis
@@ -47,3 +49,22 @@ def test_a_callers_redactor_pseudonymises_hosts_too() -> None:
     assert outbound({"error": "nodes the logs do not show: node07"}, redactor) == {
         "error": "nodes the logs do not show: host-1"
     }
+
+
+def test_a_reports_masked_templates_keep_no_piece_of_a_secret(tmp_path) -> None:
+    """Masking cuts `xoxb-7832...-hFqK...` into `xoxb-<NUM>-<NUM>-hFqK...`, which no pattern knows: the templates
+    and the fingerprint go as their lines redacted, or with their placeholders filled in and redacted."""
+    from crashcart.api import triage
+
+    log = tmp_path / "job.log"
+    example = Path(__file__).resolve().parents[2] / "examples" / "xid79-job" / "logs" / "node07.log"
+    log.write_text(example.read_text() + "".join(f"ERROR {ln.text}\n" for ln in LINES))
+    report = triage([str(log)])
+    assert leaks(report.model_dump(mode="json")) != {}  # the masked templates hold pieces of secrets
+    sent = outbound(report)
+    assert leaks(sent.model_dump(mode="json")) == {}
+    assert len(sent.templates) == len(report.templates) and len(sent.fingerprint.templates) == len(
+        report.fingerprint.templates
+    )
+    plain = [(t, s) for t, s in zip(report.templates, sent.templates, strict=True) if "ERROR" not in t.template]
+    assert plain and all(t.template == s.template for t, s in plain)  # the job's own lines stay masked as they were

@@ -315,7 +315,7 @@ def test_a_symlink_swapped_in_after_the_check_is_not_read(make_bot, bot_logs: Pa
     bot = make_bot()
     bot.mention("job7/rank3.log")
     reply = bot.next_post()
-    assert "job7/rank3.log leads out of the log roots this bot may read" in _one_line(reply)
+    assert "job7/rank3.log leads out of the log roots crashcart may read" in _one_line(reply)
     assert "illegal memory access" not in json.dumps(reply.params)
 
 

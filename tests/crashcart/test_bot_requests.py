@@ -85,7 +85,7 @@ def test_safe_path_inside_the_roots(roots: list[Path], tmp_path: Path, raw: str,
 @pytest.mark.parametrize(
     ("raw", "said"),
     [
-        ("/etc/shadow", "/etc/shadow is outside the log roots this bot may read"),
+        ("/etc/shadow", "/etc/shadow is outside the log roots crashcart may read"),
         ("../outside/secret.log", "is outside the log roots"),
         ("{a}/../outside/secret.log", "is outside the log roots"),
         ("~/secret.log", "give an absolute path under the log roots"),

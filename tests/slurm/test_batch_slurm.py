@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -256,6 +257,30 @@ def test_slurm_job_logs_for_the_bot(slurm_cluster: SlurmCluster, submitted, quic
     assert slurm_job_logs(submitted["gpu_oom"]) == quick[submitted["gpu_oom"]].log_paths
     assert slurm_job_logs(f"{submitted['array']}_2") == quick[f"{submitted['array']}_2"].log_paths
     assert slurm_job_logs(submitted["ok"])[0].read_text().startswith("CUDA_VISIBLE_DEVICES=")
+
+
+def test_crashcart_mcp_triages_a_real_slurm_job(slurm_cluster: SlurmCluster, submitted, quick) -> None:
+    """`crashcart mcp` started as a subprocess, driven by the mcp SDK's client: a job id is found through this
+    cluster's sacct and scontrol, its logs read under the log root, and a job outside the root refused."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    job = submitted["gpu_oom"]
+    root = quick[job].log_paths[0].parent  # jobs/logs: the nccl job writes beside it, outside this root
+    argv = [sys.executable, "-m", "crashcart.cli", "mcp", "--log-root", str(root)]
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+
+    async def talk() -> list:
+        async with Client(params, read_timeout_seconds=120) as client:
+            return [await client.call_tool("triage_slurm_job", {"job_id": j}) for j in (job, submitted["nccl"])]
+
+    found, outside = asyncio.run(talk())
+    assert not found.is_error, found.content
+    assert found.structured_content["diagnosis"]["failure_class"] == "gpu_oom"
+    assert found.structured_content["paths"] == [str(p) for p in quick[job].log_paths]
+    assert outside.is_error and "is outside the log roots crashcart may read" in outside.content[0].text
 
 
 def test_hostlist_expansion_matches_scontrol(slurm_cluster: SlurmCluster) -> None:
