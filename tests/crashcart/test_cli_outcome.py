@@ -5,6 +5,8 @@ and generated ones."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -141,3 +143,11 @@ def test_batch_notifies_its_summary(cli, tree: Path, tmp_path: Path, webhook) ->
     assert body[1].startswith(f"infrastructure: {infra['jobs']} jobs ")
     assert body[-1] == "repeat-offender nodes (drain): node05 (2 jobs)"
     assert err.count("crashcart: warning: notify json://127.0.0.1:") == 1
+
+
+def test_a_triage_that_notifies_nobody_never_imports_apprise_or_the_notice_builder() -> None:
+    command = ["-m", "crashcart.cli", "triage", str(EXAMPLE), "--no-memory", "-f", "json"]
+    run = subprocess.run([sys.executable, "-X", "importtime", *command], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time")}
+    assert "crashcart.cli_outcome" in imported and not {"apprise", "crashcart.notify"} & imported
