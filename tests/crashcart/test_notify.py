@@ -62,12 +62,14 @@ def test_a_json_webhook_receives_the_notice(report: Report, webhook) -> None:
 
 
 def test_the_slack_webhook_payload_carries_the_notice(report: Report, webhook, slack_webhook: str) -> None:
-    assert send(triage_notice(report), [slack_webhook]) == []
-    [post] = webhook.posts
-    assert post.path == "/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"  # Slack's incoming-webhook path
-    [attachment] = post.body["attachments"]
-    assert attachment["title"].startswith("crashcart: gpu_hardware → drain_node_and_retry")
-    assert report.diagnosis.faulty_nodes[0] in attachment["text"] and attachment["footer"] == "crashcart"
+    pasted = "https://hooks.slack.com/services/" + slack_webhook.removeprefix("slack://")  # as Slack shows it
+    assert send(triage_notice(report), [slack_webhook, pasted]) == []
+    for post in webhook.posts:
+        assert post.path == "/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"  # Slack's incoming-webhook path
+        [attachment] = post.body["attachments"]
+        assert attachment["title"].startswith("crashcart: gpu_hardware → drain_node_and_retry")
+        assert report.diagnosis.faulty_nodes[0] in attachment["text"] and attachment["footer"] == "crashcart"
+    assert len(webhook.posts) == 2
 
 
 def test_a_receiver_that_is_down_is_one_failure_naming_the_channel_with_its_password_masked(
