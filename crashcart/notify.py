@@ -87,9 +87,9 @@ def batch_notice(summary: BatchSummary) -> Notice:
     if summary.offenders:
         nodes = ", ".join(f"{o.node} ({counted(o.jobs, 'job')})" for o in summary.offenders[:TOP_OFFENDERS])
         lines.append(_line(f"repeat-offender nodes (drain): {nodes}"))
+    hours = f" ({infra.gpu_hour_share:.0%} of GPU-hours)" if t.gpu_hours else ""  # 0: no job.json or sacct said
     return Notice(
-        title=f"crashcart batch: {counted(t.jobs, 'failed job')}, {infra.gpu_hour_share:.0%} of GPU-hours lost "
-        "to infrastructure",
+        title=f"crashcart batch: {counted(t.jobs, 'failed job')}, {infra.jobs} of them infrastructure{hours}",
         body="\n".join(lines),
         kind="failure" if infra.jobs or t.errors else "info",
     )

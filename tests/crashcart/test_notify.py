@@ -102,7 +102,7 @@ def test_a_batch_notice_holds_the_summary_tables_key_figures(report: Report) -> 
     results.append(BatchResult(job=BatchJob(job_id="4"), status="no_logs", error="no logs"))
     notice = notice_for(summarise(results))
     assert notice == batch_notice(summarise(results))
-    assert notice.title == "crashcart batch: 4 failed jobs, 94% of GPU-hours lost to infrastructure"
+    assert notice.title == "crashcart batch: 4 failed jobs, 2 of them infrastructure (94% of GPU-hours)"
     lines = notice.body.splitlines()
     assert lines[0] == "4 jobs: 3 triaged, 0 errors, 1 without logs; 136.0 GPU-hours"
     assert lines[1] == "infrastructure: 2 jobs (67%), 128.0 GPU-hours (94%)"
