@@ -20,7 +20,9 @@ from crashcart.cli_cases import cases_app
 from crashcart.cli_generate import generate
 from crashcart.cli_help import install as install_help
 from crashcart.cli_mcp import mcp
+from crashcart.cli_outcome import FailOnOpt, NotifyOpt, finish, notify_urls
 from crashcart.cli_rules import rules_app
+from crashcart.fail_on import EXIT_CODES, parse_fail_on
 from crashcart.knowledge.errors import CrashcartError
 from crashcart.printable import printable, printable_name
 
@@ -58,7 +60,7 @@ def _main(
 
 app.add_typer(cases_app, name="cases")
 app.add_typer(rules_app, name="rules")
-app.command("batch")(batch)
+app.command("batch", epilog=EXIT_CODES)(batch)
 app.command("bot")(bot)
 app.command("generate")(generate)
 app.command("mcp")(mcp)
@@ -99,7 +101,7 @@ LlmTimeoutOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(epilog=EXIT_CODES)
 def triage(
     paths: Annotated[list[str], typer.Argument(help="log files, folders of logs, .gz/.zst, or - for stdin")],
     fmt: FormatOpt = Format.text,
@@ -124,6 +126,8 @@ def triage(
         bool, typer.Option("--redact-hosts", help="also pseudonymise node names and IPs sent to the model")
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="write the report here instead of stdout")] = None,
+    notify: NotifyOpt = None,
+    fail_on: FailOnOpt = None,
 ) -> None:
     """Diagnose one failed job: what failed, where, the proving lines, and what to do next."""
     from crashcart.agent.consult import LLMOptions
@@ -132,6 +136,7 @@ def triage(
     from crashcart.render import empty_note, to_json, to_markdown, to_terminal
     from crashcart.stores import open_memory, open_rule_store
 
+    failing, urls = parse_fail_on(fail_on), notify_urls(notify)
     store = None if no_memory else open_memory(memory)
     if memory is not None and store is None:
         raise CrashcartError(f"no incident store at {memory}: create one with `crashcart cases add --memory {memory}`")
@@ -165,6 +170,7 @@ def triage(
         write_out(to_markdown(report), out)
     else:
         write_out(to_terminal(report), out)
+    finish(report, urls, failing, [report.diagnosis.failure_class])
 
 
 def write_out(report: str | RenderableType, out: Path | None) -> None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from crashcart.cli_outcome import FailOnOpt, NotifyOpt, finish, notify_urls
+from crashcart.fail_on import parse_fail_on
 from crashcart.knowledge.errors import InputError
 
 if TYPE_CHECKING:
@@ -77,6 +79,8 @@ def batch(
             help="rule store whose confirmed rules join the filter (default: $CRASHCART_RULES when it exists)",
         ),
     ] = None,
+    notify: NotifyOpt = None,
+    fail_on: FailOnOpt = None,
 ) -> None:
     """Triage every failed job under ROOT (or from Slurm) in parallel; summarise by class, GPU-hours and node.
 
@@ -89,6 +93,7 @@ def batch(
     from crashcart.batch.runner import run_batch
     from crashcart.batch.summary import summarise
 
+    failing, urls = parse_fail_on(fail_on), notify_urls(notify)
     jobs = _jobs(root, slurm, since, until, states)
     memory_path, rules_path = _store_paths(memory, no_memory, rules)
     _warn_skipped_rules(rules_path)
@@ -115,6 +120,7 @@ def batch(
         _emit(text, out)
     if fmt is not BatchFormat.text or out is not None:
         print(headline(summary.totals), file=sys.stderr)
+    finish(summary, urls, failing, [r.diagnosis.failure_class for r in found if r.diagnosis is not None])
 
 
 def _jobs(root: Path | None, slurm: bool, since: str | None, until: str | None, states: str | None) -> list[BatchJob]:

@@ -54,6 +54,10 @@ DEFAULT_ACTION: dict[FailureClass, Action] = {
 }
 
 HARDWARE_CLASSES = frozenset({FailureClass.GPU_HARDWARE, FailureClass.NETWORK, FailureClass.NODE_FAILURE})
+# Failures of the machine rather than the job: the batch summary's infrastructure share and `--fail-on infra`.
+# collective_timeout and cuda_error are left out: with no deeper cause in the logs they cannot be pinned on the
+# machine, so the infrastructure share is a lower bound.
+INFRA_CLASSES = HARDWARE_CLASSES | {FailureClass.STORAGE}
 
 
 DESCRIPTIONS: dict[FailureClass, str] = {

@@ -149,6 +149,30 @@ def slurm_stubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return SlurmStubs(tmp_path / "bin", monkeypatch)
 
 
+# -- Notification receivers: a webhook on 127.0.0.1 that records what it is sent -------------------------------
+
+
+@pytest.fixture()
+def webhook():
+    """A webhook receiver on 127.0.0.1: `.url("json", "/hook")`, `.base`, `.posts` (see fakes.webhook)."""
+    from fakes.webhook import Receiver
+
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture()
+def slack_webhook(webhook, monkeypatch: pytest.MonkeyPatch):
+    """Apprise's Slack plugin posting to `webhook` instead of hooks.slack.com: Apprise takes no host in a slack://
+    URL, so its endpoint is moved; the payload is the plugin's own. Returns a slack:// URL (Slack's docs' example
+    tokens)."""
+    from apprise.plugins.slack import NotifySlack
+
+    monkeypatch.setattr(NotifySlack, "webhook_url", f"{webhook.base}/services")
+    return "slack://T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
+
+
 # -- Slack test double: the bot's WebClient talks to a local fake of the Web API ---------------------------------
 
 

@@ -15,13 +15,8 @@ from typing import Literal
 
 from crashcart.batch.models import BatchResult
 from crashcart.knowledge.records import Strict, is_host
-from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.knowledge.taxonomy import INFRA_CLASSES, FailureClass
 
-# Failures of the machine rather than the job. collective_timeout and cuda_error are left out: with no deeper
-# cause in the logs they cannot be pinned on the machine, so the infrastructure share is a lower bound.
-INFRA_CLASSES: frozenset[FailureClass] = frozenset(
-    {FailureClass.GPU_HARDWARE, FailureClass.NETWORK, FailureClass.NODE_FAILURE, FailureClass.STORAGE}
-)
 REPEAT_MIN_JOBS = 2  # a node named faulty by this many jobs is a repeat offender
 Decider = Literal["rules", "structure", "memory", "llm", "unknown"]
 DECIDERS: tuple[Decider, ...] = ("rules", "structure", "memory", "llm", "unknown")

@@ -21,6 +21,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from crashcart.agent.outbound import outbound
+from crashcart.agent.report import Report
 from crashcart.bot.actions import ReportCache, SavedReport, confirm_diagnosis, decide_rule, propose_rule
 from crashcart.bot.blocks import (
     CONFIRM,
@@ -44,6 +45,7 @@ from crashcart.knowledge.incident_store import IncidentStore
 from crashcart.knowledge.incidents import Incident
 from crashcart.knowledge.rule_store import RuleStore
 from crashcart.knowledge.taxonomy import FailureClass
+from crashcart.notify import send, triage_notice
 from crashcart.stores import default_memory_path, default_rules_path, open_memory, open_rule_store
 
 if TYPE_CHECKING:
@@ -95,6 +97,13 @@ class Services:
                 report = self.runner.triage(self._job(ask, logs, Path(tmp)), self.chat_model)
             report_id = self.cache.save(report, logs.job)
             self.post(channel, thread_ts, summary_text(report), report_blocks(report, report_id))
+            self.notify(report)
+
+    def notify(self, report: Report) -> None:
+        """The diagnosis' notice to the config's other channels; one that fails is a line in the bot's log."""
+        urls = [url.get_secret_value() for url in self.config.notify]
+        for failure in send(triage_notice(report), urls):
+            log.warning("notify %s failed: %s", failure.channel, failure.reason)
 
     def _job(self, ask: TriageRequest, logs: Logs, workdir: Path) -> TriageJob:
         """Paths and Slurm jobs are opened under the log roots; pastes and uploads are the bot's own files."""

@@ -53,6 +53,9 @@ class BotConfig(Strict):
     max_triage_seconds: float = Field(300, gt=0)
     max_read_bytes: int = Field(2_000_000_000, gt=0)
     max_read_files: int = Field(2000, ge=1)
+    # Apprise URLs (json://, msteams://, slack://, mailto:// ...) that also get each diagnosis' short summary, as
+    # `crashcart triage --notify`; secrets, as the tokens are (they often hold one).
+    notify: list[SecretStr] = Field(default_factory=list)
 
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,8 @@ from fakes.openai_server import Delay
 from fakes.slack_api import BOT_TOKEN, event_body, signed
 from fakes.slack_bot import CHANNEL, SECRET, texts
 from fakes.slurm import recorded
+from fakes.webhook import closed_port
+from pydantic import SecretStr
 from slack_bolt import BoltRequest
 
 import crashcart.bot.app as bot_app
@@ -137,6 +140,27 @@ def test_log_text_cannot_ping_anyone(make_bot, bot_logs: Path) -> None:
     raw = json.dumps(reply.params)
     assert "<!channel>" not in raw and "<@U123ABC>" not in raw and "@here" not in raw
     assert "&lt;!channel&gt; &lt;@U123ABC&gt; @\u200bhere look" in texts(reply.params["blocks"])
+
+
+def test_each_diagnosis_also_goes_to_the_configured_channels_and_a_dead_one_is_logged(
+    make_bot, bot_logs: Path, webhook, caplog
+) -> None:
+    (bot_logs / "rank3.log").write_text(OOM)
+    down = f"json://bot:s3cretpw@127.0.0.1:{closed_port()}/hook"
+    bot = make_bot(notify=[SecretStr(down), SecretStr(webhook.url("json", "/bot"))])
+    with caplog.at_level(logging.WARNING, logger="crashcart.bot"):
+        bot.mention(f"{bot_logs}/rank3.log")
+        reply = bot.next_post()
+        [post] = webhook.wait(1)
+        deadline = time.monotonic() + 10  # the failures are logged once every channel was tried
+        while not any("notify" in r.getMessage() for r in caplog.records) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert "gpu_oom" in reply.params["text"] and post.body["title"].startswith("crashcart: gpu_oom → fix_job")
+    assert "rank3.log:2: [rank3]: torch.OutOfMemoryError" in post.body["message"]
+    assert "<!channel>" not in post.body["message"] and "@here" not in post.body["message"]  # pings nobody
+    [line] = [r.getMessage() for r in caplog.records if "notify" in r.getMessage()]
+    assert line.startswith("notify json://bot:") and "127.0.0.1" in line and "s3cretpw" not in caplog.text
+    assert "s3cretpw" not in repr(bot.config)
 
 
 def test_paths_outside_the_roots_are_refused_in_one_line(make_bot, bot_logs: Path, tmp_path: Path) -> None:
