@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from crashcart.agent.event_kinds import CollectiveTimeoutEvent, FailureEvent, XidEvent
 from crashcart.agent.report import Report
 from crashcart.agent.timeline import is_progress_template
 from crashcart.htmlreport.lanes import lane_name, natural_key
@@ -44,8 +45,9 @@ class Heatmap(Strict):
 
 def error_templates(report: Report) -> list[TemplateStat]:
     """Templates a non-context rule fired on, or new late in their file; never progress lines."""
-    context = {e.rule_id for e in report.events if getattr(e, "role", None) is Role.CONTEXT}
-    failing = {e.rule_id for e in report.events if getattr(e, "role", None) in (Role.ROOT_CAUSE, Role.SYMPTOM)}
+    signals = [e for e in report.events if isinstance(e, FailureEvent | XidEvent | CollectiveTimeoutEvent)]
+    context = {e.rule_id for e in signals if e.role is Role.CONTEXT}
+    failing = {e.rule_id for e in signals if e.role in (Role.ROOT_CAUSE, Role.SYMPTOM)}
     return [
         t
         for t in report.templates

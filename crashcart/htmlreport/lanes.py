@@ -163,9 +163,9 @@ def zoom_window(report: Report, placer: Placer) -> tuple[datetime, datetime] | N
     return start, end
 
 
-def _mark(event: object, x: float, estimated: bool, cited: bool) -> Mark:
-    assert isinstance(event, LineRef)
-    where = f"{event.file}:{event.line}" + (f" ×{event.count}" if getattr(event, "count", 1) > 1 else "")
+def _mark(event: LineRef, x: float, estimated: bool, cited: bool) -> Mark:
+    count = getattr(event, "count", 1)  # an event's; an evidence line stands for itself
+    where = f"{event.file}:{event.line}" + (f" ×{count}" if count > 1 else "")
     tip = f"{where}\n{event.text[:300]}"
     if isinstance(event, ProgressEvent):
         return Mark(
