@@ -74,7 +74,8 @@ def _timeline(t: Timeline, zoomed: bool = False) -> str:
         (COLOURS["checkpoint"], "checkpoint"),
         (COLOURS["warning"], "warning / context"),
         (COLOURS["symptom"], "symptom"),
-        (COLOURS["root_cause"], "root cause"),
+        (COLOURS["root_cause"], "root cause (the dashed line: the failure point)"),
+        ("#fde3c8", "the cascade of symptoms after it"),
     ]
     notes = [f"{counted(t.lanes_total, 'lane')}"]
     if t.lanes_folded:
@@ -91,7 +92,7 @@ def _timeline(t: Timeline, zoomed: bool = False) -> str:
         notes.append("no line has a timestamp: each event is drawn at its position in its own file")
     else:
         notes.append("a dashed outline: time estimated from the file's timed lines around it")
-    return legend(keys) + timeline_svg(t) + f'<p class="dim">{esc("; ".join(notes))}.</p>'
+    return (legend(keys) if not zoomed else "") + timeline_svg(t) + f'<p class="dim">{esc("; ".join(notes))}.</p>'
 
 
 def _zoom(report: Report, placer: Placer) -> str:

@@ -7,7 +7,7 @@ from crashcart.htmlreport.lanes import Lane, Mark, Timeline
 from crashcart.htmlreport.page import esc
 from crashcart.htmlreport.svg import COLOURS, axis_ticks, n, tip
 
-WIDTH, LABEL, RIGHT, LANE_H, TOP = 1100, 200, 16, 22, 30
+WIDTH, LABEL, RIGHT, LANE_H, TOP = 1100, 200, 16, 22, 46
 CASCADE = "the cascade: symptoms after the root cause"
 RED = COLOURS["root_cause"]
 
@@ -21,20 +21,20 @@ def timeline_svg(t: Timeline) -> str:
         f'width="{WIDTH}" height="{height}" role="img" aria-label="timeline of events per node">',
         axis_ticks(t.axis, LABEL, width, TOP, bottom),
     ]
-    if t.cascade is not None:
+    for i, lane in enumerate(t.lanes):
+        parts.append(_lane(lane, TOP + i * LANE_H, width, i % 2 == 1))
+    if t.cascade is not None:  # over the lanes' backgrounds, light enough to see the marks through
         x0, x1 = (LABEL + x * width for x in t.cascade)
         parts.append(
             f'<rect class="cascade" x="{n(x0)}" y="{TOP}" width="{n(max(x1 - x0, 2))}" height="{n(bottom - TOP)}" '
-            f'fill="{COLOURS["symptom"]}" fill-opacity="0.10">{tip(CASCADE)}</rect>'
+            f'fill="{COLOURS["symptom"]}" fill-opacity="0.14" pointer-events="none">{tip(CASCADE)}</rect>'
         )
-    for i, lane in enumerate(t.lanes):
-        parts.append(_lane(lane, TOP + i * LANE_H, width, i % 2 == 1))
     if t.failure_x is not None:
         x = LABEL + t.failure_x * width
         parts.append(
-            f'<line class="failure" x1="{n(x)}" y1="{TOP - 2}" x2="{n(x)}" y2="{n(bottom)}" stroke="{RED}" '
+            f'<line class="failure" x1="{n(x)}" y1="{TOP - 20}" x2="{n(x)}" y2="{n(bottom)}" stroke="{RED}" '
             f'stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<text x="{n(min(x + 4, WIDTH - 4))}" y="{TOP + 11}" fill="{RED}" '
+            f'<text x="{n(x)}" y="{TOP - 24}" fill="{RED}" font-weight="700" '
             f'text-anchor="{"end" if x > WIDTH - 200 else "start"}">{esc(t.failure_label)}</text>'
         )
     parts.append("</svg>")
