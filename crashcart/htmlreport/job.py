@@ -53,13 +53,12 @@ def _verdict(report: Report) -> str:
     d = report.diagnosis
     calm = " calm" if d.failure_class.value in _CALM else ""
     notes = "".join(f'<p class="note">{esc(x)}</p>' for x in (empty_note(report), model_note(report)) if x)
-    ranks = f"<br>faulty ranks: {esc(', '.join(map(str, d.faulty_ranks)))}" if d.faulty_ranks else ""
     alts = ", ".join(f"{a.failure_class.value} ({a.score:.2f})" for a in d.alternatives)
     return (
         f'<h1>crashcart diagnosis</h1><div class="verdict{calm}" id="verdict">'
         f'<div><span class="cls">{esc(d.failure_class.value)}</span> &rarr; <b>{esc(d.action.value)}</b> '
         f'<span class="dim">confidence {d.confidence:.2f}, decided by {esc(d.decided_by)}</span></div>'
-        f"<p>{esc(d.summary)}</p><div>{esc(where(report))}{ranks}</div>"
+        f"<p>{esc(d.summary)}</p><div>{esc(where(report))}</div>"
         + (f'<div class="dim">also possible: {esc(alts)}</div>' if alts else "")
         + notes
         + "</div>"
