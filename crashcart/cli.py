@@ -72,7 +72,23 @@ class Format(str, Enum):
     md = "md"
 
 
+class TriageFormat(str, Enum):
+    text = "text"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines, md for chat")]
+TriageFormatOpt = Annotated[
+    TriageFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="text for people, json for machines, md for chat, html: one self-contained page with a timeline "
+        "and a heatmap (use with -o report.html)",
+    ),
+]
 
 
 LlmOpt = Annotated[
@@ -104,7 +120,7 @@ LlmTimeoutOpt = Annotated[
 @app.command(epilog=EXIT_CODES)
 def triage(
     paths: Annotated[list[str], typer.Argument(help="log files, folders of logs, .gz/.zst, or - for stdin")],
-    fmt: FormatOpt = Format.text,
+    fmt: TriageFormatOpt = TriageFormat.text,
     workers: Annotated[int | None, typer.Option(help="processes for multi-file jobs (default: CPUs)")] = None,
     memory: Annotated[
         Path | None,
@@ -162,12 +178,16 @@ def triage(
     for warning in report.warnings:
         print(f"crashcart: warning: {printable(warning)}", file=sys.stderr)
     note = empty_note(report)
-    if fmt is Format.json and note:  # the text and Markdown reports carry it themselves
+    if fmt is TriageFormat.json and note:  # the other reports carry it themselves
         print(f"crashcart: note: {note}", file=sys.stderr)
-    if fmt is Format.json:
+    if fmt is TriageFormat.json:
         write_out(to_json(report) + "\n", out)
-    elif fmt is Format.md:
+    elif fmt is TriageFormat.md:
         write_out(to_markdown(report), out)
+    elif fmt is TriageFormat.html:
+        from crashcart.htmlreport.job import to_html
+
+        write_out(to_html(report), out)
     else:
         write_out(to_terminal(report), out)
     finish(report, urls, failing, [report.diagnosis.failure_class])

@@ -20,7 +20,8 @@ from crashcart.fail_on import parse_fail_on
 from crashcart.knowledge.errors import InputError
 
 if TYPE_CHECKING:
-    from crashcart.batch.models import BatchJob
+    from crashcart.batch.models import BatchJob, BatchResult, JobPages
+    from crashcart.batch.summary import BatchSummary
 
 
 class BatchFormat(str, Enum):
@@ -28,6 +29,7 @@ class BatchFormat(str, Enum):
     json = "json"
     csv = "csv"
     md = "md"
+    html = "html"
 
 
 def batch(
@@ -60,7 +62,8 @@ def batch(
         typer.Option(
             "--format",
             "-f",
-            help="text (tables), json (summary and every result), csv (one row per job), md (Markdown)",
+            help="text (tables), json (summary and every result), csv (one row per job), md (Markdown), html (one "
+            "self-contained page; with -o OUT.html each job's own page is written to OUT-jobs/ beside it and linked)",
         ),
     ] = BatchFormat.text,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="write the output here instead of stdout")] = None,
@@ -96,6 +99,7 @@ def batch(
     failing, urls = parse_fail_on(fail_on), notify_urls(notify)
     jobs = _jobs(root, slurm, since, until, states)
     memory_path, rules_path = _store_paths(memory, no_memory, rules)
+    pages = _job_pages(out) if fmt is BatchFormat.html and out is not None else None
     _warn_skipped_rules(rules_path)
     began, started = datetime.now(UTC), time.perf_counter()
     with ResultStore(results or default_results_path()) as store, _progress_bar() as progress:
@@ -107,10 +111,13 @@ def batch(
             rules_path=rules_path,
             progress=progress,
             force=force,
+            pages=pages,
         )
     summary = summarise(found, since=began, wall_s=time.perf_counter() - started)
     if fmt is BatchFormat.text:
         _emit_table(to_table(summary, drains=False), out, drain_lines(summary))
+    elif fmt is BatchFormat.html:
+        _emit(_html(summary, found, pages), out)
     else:
         text = {
             BatchFormat.json: lambda: to_json(summary, found) + "\n",
@@ -121,6 +128,37 @@ def batch(
     if fmt is not BatchFormat.text or out is not None:
         print(headline(summary.totals), file=sys.stderr)
     finish(summary, urls, failing, [r.diagnosis.failure_class for r in found if r.diagnosis is not None])
+
+
+def _job_pages(out: Path) -> JobPages:
+    """OUT-jobs/ beside OUT: the folder of the per-job pages, made now so a worker only writes its file."""
+    from crashcart.batch.models import JobPages
+
+    folder = out.with_name(out.stem + "-jobs")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot make {folder} for the jobs' pages: {exc.strerror or exc}; fix --out") from exc
+    return JobPages(folder=folder, batch_page=out.name)
+
+
+def _html(summary: BatchSummary, found: list[BatchResult], pages: JobPages | None) -> str:
+    """The batch page, linking each job whose page is there; a triaged job without one is named on stderr."""
+    from crashcart.htmlreport.batch import page_name, to_html
+    from crashcart.printable import printable_name
+
+    links: dict[str, str] = {}
+    for r in found if pages is not None else []:
+        assert pages is not None
+        name = page_name(r.job.job_id)
+        if (pages.folder / name).is_file():
+            links[r.job.job_id] = f"{pages.folder.name}/{name}"
+        elif r.status == "ok":
+            print(
+                f"crashcart: warning: no page for job {printable_name(r.job.job_id)}: it could not be written",
+                file=sys.stderr,
+            )
+    return to_html(summary, found, links)
 
 
 def _jobs(root: Path | None, slurm: bool, since: str | None, until: str | None, states: str | None) -> list[BatchJob]:

@@ -52,3 +52,10 @@ class BatchResult(Strict):
     # The error is the run's (its stores, rules or configuration), not this job's logs: the batch stops on it and
     # never stores it as the job's result. Never written out (exclude): it travels from a worker only.
     run_wide: bool = Field(default=False, exclude=True)
+
+
+class JobPages(Strict):
+    """Where a batch writes each job's HTML report: a folder beside the batch's own page, which they link back to."""
+
+    folder: Path
+    batch_page: str  # the batch page's file name, in the folder's parent

@@ -8,6 +8,7 @@ time, so only the job that kills its worker is marked.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crashcart.batch.models import BatchJob, BatchResult
+from crashcart.batch.models import BatchJob, BatchResult, JobPages
 from crashcart.batch.results import ResultStore
 from crashcart.knowledge.errors import CrashcartError, KnowledgeError
 from crashcart.parsers.sources import printable
@@ -39,10 +40,13 @@ def run_batch(
     rules_path: str | Path | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    pages: JobPages | None = None,
 ) -> list[BatchResult]:
     """Triage every job whose logs changed since its stored result (all of them with force); one result per job.
 
     memory_path / rules_path: the incident store and rule store each worker opens (None: not consulted).
+    pages: where each triaged job's HTML report is written (named by crashcart.htmlreport.batch.page_name), from
+    the whole report the worker holds; a stored result whose page is missing there is triaged again for it.
     Results come back in the order of `jobs` (a repeated job id counts once: the first wins).
     """
     first: dict[str, BatchJob] = {}
@@ -58,7 +62,7 @@ def run_batch(
         if job.metadata_error is not None:
             done[job.job_id] = _bad_metadata(job)
             results.put(done[job.job_id])
-        elif stored is not None and stored.logs_key == key:
+        elif stored is not None and stored.logs_key == key and (pages is None or _has_page(pages, stored)):
             done[job.job_id] = _with_job(stored, job, results)
         elif not any(size >= 0 for _, size, _ in stats):
             done[job.job_id] = _no_logs(job, key, stats)
@@ -67,10 +71,16 @@ def run_batch(
             todo.append((job, key, sum(max(size, 0) for _, size, _ in stats)))
     todo.sort(key=lambda t: -t[2])  # largest first: the long jobs start early and the pool ends together
     for result in triage_jobs(
-        [(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path), progress=progress
+        [(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path, pages), progress=progress
     ):  # a run-wide error raised here leaves the loop, which closes the generator and so ends the pool
         done[result.job.job_id] = _stored(result, results)
     return [done[j.job_id] for j in unique]
+
+
+def _has_page(pages: JobPages, stored: BatchResult) -> bool:
+    from crashcart.htmlreport.batch import page_name
+
+    return stored.status != "ok" or (pages.folder / page_name(stored.job.job_id)).is_file()
 
 
 def _stored(result: BatchResult, results: ResultStore) -> BatchResult:
@@ -140,7 +150,7 @@ def triage_jobs(
     todo: Sequence[tuple[BatchJob, str]],
     *,
     workers: int | None = None,
-    init: tuple[Any, ...] = (None, None),
+    init: tuple[Any, ...] = (None, None, None),
     progress: Progress | None = None,
     fn: TriageFn | None = None,
     context: str = "forkserver",
@@ -214,10 +224,11 @@ def _died(job: BatchJob, key: str) -> BatchResult:
 _WORKER: dict[str, Any] = {}
 
 
-def init_worker(memory_path: str | Path | None, rules_path: str | Path | None) -> None:
+def init_worker(memory_path: str | Path | None, rules_path: str | Path | None, pages: JobPages | None = None) -> None:
     """Open the stores once per worker. Never raises (that would break the pool): a failure is kept, and every
     job of this worker reports it."""
     _WORKER.clear()
+    _WORKER["pages"] = pages
     try:
         from crashcart.stores import open_memory, open_rule_store
 
@@ -237,6 +248,8 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
         if "error" in _WORKER:
             raise KnowledgeError(f"cannot open the stores: {_WORKER['error']}")
         report = triage(job.log_paths, workers=1, memory=_WORKER.get("memory"), rule_store=_WORKER.get("rules"))
+        if _WORKER.get("pages") is not None:
+            _write_page(_WORKER["pages"], job, report)
         out = BatchResult(
             **base, status="ok", diagnosis=report.diagnosis, bytes=report.stats.bytes, skipped=report.skipped
         )
@@ -249,6 +262,16 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
             run_wide=isinstance(exc, _RUN_WIDE),
         )
     return out.model_copy(update={"seconds": round(time.perf_counter() - began, 3), "triaged_at": datetime.now(UTC)})
+
+
+def _write_page(pages: JobPages, job: BatchJob, report: Any) -> None:
+    """The job's HTML report, beside the batch's. A page that cannot be written (a full disk, or a bug in the
+    renderer) never loses the job's result: it is left out, and the CLI names each job whose page is missing."""
+    from crashcart.htmlreport.batch import page_name
+    from crashcart.htmlreport.job import to_html
+
+    with contextlib.suppress(Exception):
+        (pages.folder / page_name(job.job_id)).write_text(to_html(report, back=f"../{pages.batch_page}"), "utf-8")
 
 
 # Errors of the run, not of a job's logs: the knowledge files and the stores (opening them, SQLite underneath).

@@ -54,6 +54,16 @@ def test_text_and_markdown_formats(cli, oom_log: Path) -> None:
     assert "`train.log:3`" in out and "**Next steps**" in out
 
 
+def test_html_format_writes_one_page(cli, oom_log: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    code, out, _ = cli("triage", str(oom_log), "--format", "html", "-o", str(page), "--no-memory")
+    text = page.read_text()
+    assert code == 0 and out == "" and text.startswith("<!DOCTYPE html>")
+    assert ">gpu_oom</span>" in text and "train.log:3" in text and "<script" not in text
+    code, out, _ = cli("eval", str(tmp_path), "--format", "html")  # eval has no page
+    assert code == 2
+
+
 def test_stdin(cli, monkeypatch) -> None:
     class FakeStdin:
         buffer = __import__("io").BytesIO(OOM_LOG.encode())
