@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from crashcart.knowledge.errors import ReadError
@@ -35,6 +36,7 @@ SPLIT_MIN_BYTES = 64 << 20  # a plain file this large is scanned as several byte
 MAX_TEXT = KEPT_LINE_BYTES  # evidence text is cut here (a 10 MB line stays a 10 MB line on disk, not in reports)
 NEW_TAIL = 0.1  # a template first seen in the last 10% of a file's lines is new to it...
 NEW_MIN_LINES = 200  # ... in a file long enough for "the job had been running" to mean something
+MAX_READ_LINES = 1 << 14  # distinct line texts whose printer and time a scanner remembers (then it starts over)
 
 
 class HitCap:
@@ -65,12 +67,65 @@ class HitCap:
         return True
 
 
+class LineReader:
+    """A line's printer and time, read once per distinct text and year for all the files one scanner reads.
+
+    The ranks of a job print the same lines: a warning, a traceback's frames, an argument dump. Of the 61k line
+    records of a 1,024-rank-file job, 22k texts are distinct, and attributing and time-stamping a line cost more
+    than the rest of making its record. Both are functions of the text (and the year lent to it) alone; texts
+    longer than evidence keeps are read afresh, so what is held stays bounded.
+    """
+
+    def __init__(self) -> None:
+        self._owners: dict[str, Attribution] = {}
+        self._times: dict[tuple[str, int | None], datetime | None] = {}
+
+    def owner(self, text: str) -> Attribution:
+        """attribute_line(text), remembered."""
+        own = self._owners.get(text)
+        if own is None:
+            own = attribute_line(text)
+            if len(text) <= MAX_TEXT:
+                if len(self._owners) >= MAX_READ_LINES:
+                    self._owners.clear()
+                self._owners[text] = own
+        return own
+
+    def time(self, text: str, year: int | None) -> datetime | None:
+        """parse_timestamp(text, year), remembered."""
+        key = (text, year)
+        if key in self._times:
+            return self._times[key]
+        stamp = parse_timestamp(text, year)
+        if len(text) <= MAX_TEXT:
+            if len(self._times) >= MAX_READ_LINES:
+                self._times.clear()
+            self._times[key] = stamp
+        return stamp
+
+    def ref(
+        self, text: str, line_no: int, where: Attribution, file: str, year: int | None, own: Attribution | None = None
+    ) -> LineRef:
+        """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
+        the file's name; `year` dates the stamps that carry none (glog, syslog)."""
+        own = own if own is not None else self.owner(text)
+        return LineRef(
+            file=file,
+            line=line_no,
+            text=text[:MAX_TEXT],
+            node=own.node or where.node,
+            rank=own.rank if own.rank is not None else where.rank,
+            time=self.time(text, year),
+        )
+
+
 class FileScanner:
     """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block."""
 
     def __init__(self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None) -> None:
         self.filter = RuleFilter(rules)
         self.templater = Templater()
+        self.lines = LineReader()
         self.on_bytes = on_bytes
 
     def scan(self, src: Source) -> FileScan:
@@ -83,7 +138,7 @@ class FileScanner:
         ranked: bool | None = None
         problem = None
         years = YearTracker()  # glog, syslog and dmesg stamps take their year from the file's dated lines
-        structure = StructureReader(lambda text, no: line_ref(text, no, where, src.display, years.year))
+        structure = StructureReader(lambda text, no: self.lines.ref(text, no, where, src.display, years.year))
         try:
             for block in read_blocks(src):
                 size += len(block)
@@ -141,7 +196,7 @@ class FileScanner:
                 dropped += 1
                 continue
             line_end, text = line_at(block, line_start)
-            own = attribute_line(text)
+            own = self.lines.owner(text)
             rank = own.rank if own.rank is not None else where.rank
             if cap.settled(rule.id, rank, rule.role):
                 dropped += 1
@@ -158,7 +213,7 @@ class FileScanner:
                     role=rule.role,
                     priority=rule.priority,
                     stage=rule.stage,
-                    ref=line_ref(hit.text, no + 1, where, file, year, own),
+                    ref=self.lines.ref(hit.text, no + 1, where, file, year, own),
                     captures=hit.captures,
                 )
             )
@@ -179,7 +234,8 @@ class FileScanner:
                 slots[key] = [*entry, set(rule_ids)]
             else:
                 _fold(held, entry, rule_ids)
-        return [_stat(text, rank, entry, where, file, counts.lines, year) for (rank, text), entry in slots.items()]
+        reader, lines = self.lines, counts.lines
+        return [_stat(reader, text, rank, entry, where, file, lines, year) for (rank, text), entry in slots.items()]
 
 
 def _fold(held: list[Any], entry: list[Any], rule_ids: set[str]) -> None:
@@ -195,10 +251,17 @@ def _fold(held: list[Any], entry: list[Any], rule_ids: set[str]) -> None:
 
 
 def _stat(
-    text: str, rank: int | None, entry: list[Any], where: Attribution, file: str, lines: int, year: int | None
+    reader: LineReader,
+    text: str,
+    rank: int | None,
+    entry: list[Any],
+    where: Attribution,
+    file: str,
+    lines: int,
+    year: int | None,
 ) -> TemplateStat:
     count, first_no, first, last_no, last, rule_ids = entry
-    head = line_ref(_decode(first), first_no, where, file, year)
+    head = reader.ref(_decode(first), first_no, where, file, year)
     return TemplateStat(
         template_id=template_id(text),
         template=text,
@@ -208,7 +271,7 @@ def _stat(
         first=head,
         last=head
         if last_no == first_no
-        else line_ref(_decode(last), last_no, where, file, year),  # one record, not two
+        else reader.ref(_decode(last), last_no, where, file, year),  # one record, not two
         rule_ids=sorted(rule_ids),
         new=lines >= NEW_MIN_LINES and first_no > lines * (1 - NEW_TAIL),
     )
@@ -216,22 +279,6 @@ def _stat(
 
 def _decode(line: bytes) -> str:
     return line[:MAX_TEXT].decode("utf-8", "replace").rstrip("\r")
-
-
-def line_ref(
-    text: str, line_no: int, where: Attribution, file: str, year: int | None = None, own: Attribution | None = None
-) -> LineRef:
-    """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
-    the file's name; `year` dates the stamps that carry none (glog, syslog)."""
-    own = own if own is not None else attribute_line(text)
-    return LineRef(
-        file=file,
-        line=line_no,
-        text=text[:MAX_TEXT],
-        node=own.node or where.node,
-        rank=own.rank if own.rank is not None else where.rank,
-        time=parse_timestamp(text, year),
-    )
 
 
 def _scan_group(

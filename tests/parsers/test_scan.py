@@ -566,3 +566,24 @@ def test_objects_someone_else_froze_stay_frozen() -> None:
     finally:
         gc.unfreeze()
     assert kept
+
+
+def test_a_line_read_again_is_the_same_reading_and_not_read_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = scan_module.LineReader()
+    where = scan_module.attribution_from_path("/job/rank_3.out")
+    first = reader.ref(ILLEGAL, 7, where, "/job/rank_3.out", 2024)
+    reads: list[str] = []
+    monkeypatch.setattr(scan_module, "attribute_line", lambda text: reads.append(text))
+    monkeypatch.setattr(scan_module, "parse_timestamp", lambda text, year: reads.append(text))
+    again = reader.ref(ILLEGAL, 9, where, "/other/rank_3.out", 2024)
+    assert not reads  # remembered by text: another file's copy of the line costs no regex
+    assert (again.node, again.rank, again.time) == (first.node, 1, datetime(2024, 3, 14, 3, 22, 17, 123000))
+    assert (again.file, again.line) == ("/other/rank_3.out", 9)
+
+
+def test_a_line_longer_than_evidence_keeps_is_read_afresh_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = scan_module.LineReader()
+    long = ILLEGAL + " x" * scan_module.MAX_TEXT
+    reader.owner(long)
+    monkeypatch.setattr(scan_module, "attribute_line", lambda text: scan_module.Attribution(rank=5))
+    assert reader.owner(long).rank == 5  # not held: read again
