@@ -11,6 +11,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, as_completed
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -33,6 +34,8 @@ MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are co
 MAX_HITS_PER_RULE = 2000
 PARALLEL_MIN_BYTES = 32 << 20  # below this, process start-up costs more than it saves
 SPLIT_MIN_BYTES = 64 << 20  # a plain file this large is scanned as several byte ranges in parallel
+BATCH_BYTES = 8 << 20  # a parallel job goes in batches of about this cost: few trips, and an even finish
+FILE_COST_BYTES = 64 << 10  # what a file costs besides its text, in bytes of text (1.3 ms on a 1,024-rank job)
 MAX_TEXT = KEPT_LINE_BYTES  # evidence text is cut here (a 10 MB line stays a 10 MB line on disk, not in reports)
 NEW_TAIL = 0.1  # a template first seen in the last 10% of a file's lines is new to it...
 NEW_MIN_LINES = 200  # ... in a file long enough for "the job had been running" to mean something
@@ -122,10 +125,12 @@ class LineReader:
 class FileScanner:
     """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block."""
 
-    def __init__(self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None, lines: LineReader | None = None
+    ) -> None:
         self.filter = RuleFilter(rules)
         self.templater = Templater()
-        self.lines = LineReader()
+        self.lines = lines if lines is not None else LineReader()
         self.on_bytes = on_bytes
 
     def scan(self, src: Source) -> FileScan:
@@ -282,10 +287,15 @@ def _decode(line: bytes) -> str:
 
 
 def _scan_group(
-    rules: Sequence[Rule], sources: Sequence[Source], on_bytes: Callable[[int], None] | None = None
+    rules: Sequence[Rule],
+    sources: Sequence[Source],
+    on_bytes: Callable[[int], None] | None = None,
+    lines: LineReader | None = None,
 ) -> list[FileScan]:
+    """The sources' scans by one new scanner (a batch's templates depend on that batch alone), which reads lines
+    with `lines`, kept from batch to batch."""
     with gc_paused():
-        scanner = FileScanner(rules, on_bytes)
+        scanner = FileScanner(rules, on_bytes, lines)
         return [scanner.scan(src) for src in sources]
 
 
@@ -320,18 +330,15 @@ def scan_sources(
     workers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> list[FileScan]:
-    """Scan every source; a large job is split by size between this process and `workers` more, and a large
-    plain file into line-aligned byte ranges scanned in parallel and merged.
+    """Scan every source; a large job is split into batches scanned by `workers` processes and this one, and a
+    large plain file into line-aligned byte ranges scanned in parallel and merged.
 
-    `progress` hears the fraction done after each block this process reads, 1.0 at the end. With workers, it is
-    this process's own share's fraction: the shares are balanced by size and scanned at once, so it stands for
-    all of them without a message from any worker.
+    `progress` hears the fraction done after each block this process reads and each batch a worker hands back,
+    1.0 at the end.
     """
     workers = workers or min(os.cpu_count() or 1, 8)
     total = sum(s.size for s in sources)
-    # A share for this process too, scanned while the workers scan theirs: its records need no trip through a
-    # pipe, and making records again on arrival (packing.py) is the one part of the scan done here only.
-    processes = workers + 1
+    processes = workers + 1  # this process scans batches too, while the workers scan theirs
     parallel = workers >= 2 and total >= PARALLEL_MIN_BYTES and all(s.path is not None for s in sources)
     pieces = [split(src, processes) if src.size >= SPLIT_MIN_BYTES else [src] for src in sources] if parallel else []
     tasks = [part for piece in pieces for part in piece]
@@ -339,17 +346,68 @@ def scan_sources(
         scans = _scan_group(rules, sources, _fraction_of(total, progress))
         _finished(progress)
         return scans
-    own, *shares = _balance(tasks, processes)
     parts: dict[tuple[str, int], list[FileScan]] = {}  # a list: a file given twice is scanned twice
     compiled = serialize_database(rules)  # compiled here once, loaded by each worker
-    with gc_paused(), worker_pool(len(shares)) as pool:  # workers end with this process, even on kill -9
-        done = pool.map(_scan_packed, [rules] * len(shares), shares, [compiled] * len(shares))
-        _collect(parts, own, _scan_group(rules, own, _fraction_of(sum(map(_task_size, own)), progress)))
-        for share, packed in zip(shares, done, strict=True):
-            _collect(parts, share, [unpack(p) for p in packed])
+    batches = _balance(tasks, max(processes, -(-sum(map(_task_cost, tasks)) // BATCH_BYTES)))
+    with gc_paused(), worker_pool(workers, initializer=_start_scan_worker, initargs=(rules, compiled)) as pool:
+        _share(pool, rules, batches, parts, _fraction_of(total, progress))  # workers end with us, even on kill -9
     _finished(progress)
     # One look-up per part, never a search of all parts per file: 20k files merge in linear time.
     return [merge_parts([parts[(p.display, p.start)].pop() for p in piece]) for piece in pieces]
+
+
+def _share(
+    pool: Executor,
+    rules: Sequence[Rule],
+    batches: list[list[Source]],
+    parts: dict[tuple[str, int], list[FileScan]],
+    on_bytes: Callable[[int], None] | None,
+) -> None:
+    """Scan the batches: the workers take them from the front, this process from the back, each batch once.
+
+    This process takes only a batch no worker has started (its future cancelled); between its own batches it
+    makes the records of the batches the workers have handed back (packing.py), so that work is not all left
+    for the end, and the last batches go to whichever process is free: all finish at about the same time.
+    """
+    lines = LineReader()
+    handed: list[Future[list[Packed]]] = []  # appended by the pool's thread as workers hand batches back
+    batch_of: dict[Future[list[Packed]], list[Source]] = {}
+    for batch in batches:
+        future = pool.submit(_scan_packed, batch)
+        batch_of[future] = batch
+        future.add_done_callback(handed.append)
+    for future in reversed(list(batch_of)):
+        _unpack_handed(handed, batch_of, parts, on_bytes)
+        if not future.cancel():
+            break  # a worker has it, and every batch before it
+        batch = batch_of.pop(future)
+        _collect(parts, batch, _scan_group(rules, batch, on_bytes, lines))
+    for future in as_completed(list(batch_of)):
+        _unpack(future, batch_of.pop(future), parts, on_bytes)
+
+
+def _unpack_handed(
+    handed: list[Future[list[Packed]]],
+    batch_of: dict[Future[list[Packed]], list[Source]],
+    parts: dict[tuple[str, int], list[FileScan]],
+    on_bytes: Callable[[int], None] | None,
+) -> None:
+    """The records of the batches the workers handed back since the last call (cancelled ones were never sent)."""
+    while handed:
+        future = handed.pop()
+        if not future.cancelled():
+            _unpack(future, batch_of.pop(future), parts, on_bytes)
+
+
+def _unpack(
+    future: Future[list[Packed]],
+    batch: list[Source],
+    parts: dict[tuple[str, int], list[FileScan]],
+    on_bytes: Callable[[int], None] | None,
+) -> None:
+    _collect(parts, batch, [unpack(p) for p in future.result()])
+    if on_bytes is not None:
+        on_bytes(sum(map(_task_size, batch)))
 
 
 def _fraction_of(total: int, progress: Callable[[float], None] | None) -> Callable[[int], None] | None:
@@ -372,10 +430,19 @@ def _finished(progress: Callable[[float], None] | None) -> None:
         progress(1.0)
 
 
-def _scan_packed(rules: Sequence[Rule], sources: Sequence[Source], compiled: bytes) -> list[Packed]:
-    """In a worker: the scans as plain tuples, which pickle in C; the rule database comes compiled."""
+_worker: list[tuple[Sequence[Rule], LineReader]] = []  # in a scan worker: what all its batches share
+
+
+def _start_scan_worker(rules: Sequence[Rule], compiled: bytes) -> None:
+    """In a new worker: the rules, once for all its batches, with their database loaded, not compiled again."""
     adopt_database(rules, compiled)
-    return [pack(scan) for scan in _scan_group(rules, sources)]
+    _worker.append((rules, LineReader()))
+
+
+def _scan_packed(sources: Sequence[Source]) -> list[Packed]:
+    """In a worker: the scans of one batch as plain tuples, which pickle in C."""
+    rules, lines = _worker[-1]
+    return [pack(scan) for scan in _scan_group(rules, sources, lines=lines)]
 
 
 def _collect(parts: dict[tuple[str, int], list[FileScan]], tasks: Sequence[Source], scans: list[FileScan]) -> None:
@@ -431,14 +498,19 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
 
 
 def _balance(sources: Sequence[Source], workers: int) -> list[list[Source]]:
-    """Greedy split by size: largest task first into the lightest group."""
+    """Greedy split by cost: costliest task first into the lightest group."""
     groups: list[list[Source]] = [[] for _ in range(min(workers, len(sources)))]
     loads = [0] * len(groups)
-    for src in sorted(sources, key=_task_size, reverse=True):
+    for src in sorted(sources, key=_task_cost, reverse=True):
         i = loads.index(min(loads))
         groups[i].append(src)
-        loads[i] += _task_size(src)
+        loads[i] += _task_cost(src)
     return [g for g in groups if g]
+
+
+def _task_cost(src: Source) -> int:
+    """A task's size plus what any file costs whatever its size: a thousand small files are no small task."""
+    return _task_size(src) + FILE_COST_BYTES
 
 
 def _task_size(src: Source) -> int:

@@ -335,7 +335,7 @@ def test_parallel_scan_matches_serial(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(scan_module, "_balance", spy)
     parallel = scan_sources(srcs, RULES, workers=2)
 
-    assert groups_seen == [  # a share for this process, one for each of the two workers
+    assert groups_seen == [  # a small job: as many batches as processes (two workers and this one)
         [
             ["node04/stdout.log"],
             ["node03/stdout.log", "node00/stdout.log"],
@@ -376,6 +376,39 @@ def test_stdin_keeps_the_scan_in_process(tmp_path: Path, monkeypatch: pytest.Mon
 def test_balance_largest_first_into_the_lightest_group(sizes: list[int], workers: int, groups: list[list[str]]) -> None:
     srcs = [Source(display=f"f{i}", path=Path(f"/x/f{i}"), size=size) for i, size in enumerate(sizes)]
     assert [[s.display for s in g] for g in scan_module._balance(srcs, workers)] == groups
+
+
+def test_a_file_costs_more_than_its_bytes_so_many_small_files_are_spread_out() -> None:
+    big = [Source(display=f"big{i}", path=Path(f"/x/big{i}"), size=400_000) for i in range(2)]
+    small = [Source(display=f"small{i}", path=Path(f"/x/small{i}"), size=4_000) for i in range(12)]
+    groups = scan_module._balance(big + small, 3)
+    # By bytes alone all 12 small files (48 kB) would go to the third group, beside 400 kB in each of the others;
+    # each file's fixed cost makes eight of them as much work as a big file and two small ones.
+    assert sorted(len(g) for g in groups) == [3, 3, 8]
+
+
+def test_a_parallel_job_goes_in_batches_the_workers_and_this_process_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srcs = _many_small_files(tmp_path, 40)
+    serial = scan_sources(srcs, RULES, workers=1)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(scan_module, "BATCH_BYTES", 4 * scan_module.FILE_COST_BYTES)
+    here: list[str] = []
+    real_group = scan_module._scan_group
+
+    def spy(rules: list[Rule], batch: list[Source], *args: object, **kwargs: object) -> list[FileScan]:
+        here.extend(s.display for s in batch)
+        return real_group(rules, batch, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan_module, "_scan_group", spy)  # `here` fills in this process: a worker has its own copy
+    fractions: list[float] = []
+    parallel = scan_sources(srcs, RULES, workers=2, progress=fractions.append)
+    assert len(here) < len(srcs)  # the workers scanned some batches, and this process none twice
+    assert len(set(here)) == len(here)
+    assert [s.file for s in parallel] == [s.display for s in srcs]
+    assert _comparable(parallel) == _comparable(serial)
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[-2] > 0.5
 
 
 def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan(
