@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from crashcart.knowledge.errors import ReadError
-from crashcart.knowledge.records import LineRef, shift_ref
+from crashcart.knowledge.records import LineRef, shift_ref, trusted
 from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
@@ -112,14 +112,15 @@ class LineReader:
         """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
         the file's name; `year` dates the stamps that carry none (glog, syslog)."""
         own = own if own is not None else self.owner(text)
-        return LineRef(
-            file=file,
-            line=line_no,
-            text=text[:MAX_TEXT],
-            node=own.node or where.node,
-            rank=own.rank if own.rank is not None else where.rank,
-            time=self.time(text, year),
-        )
+        fields = {
+            "file": file,
+            "line": line_no,
+            "text": text[:MAX_TEXT],
+            "node": own.node or where.node,
+            "rank": own.rank if own.rank is not None else where.rank,
+            "time": self.time(text, year),
+        }
+        return trusted(LineRef, fields)  # typed as the record's fields are: made per line, never validated
 
 
 class FileScanner:
@@ -210,18 +211,17 @@ class FileScanner:
             if hit is None:
                 continue
             cap.admit(rule.id, rank, rule.role)
-            hits.append(
-                RuleHit(
-                    rule_id=rule.id,
-                    failure_class=rule.failure_class,
-                    action=rule.resolved_action,
-                    role=rule.role,
-                    priority=rule.priority,
-                    stage=rule.stage,
-                    ref=self.lines.ref(hit.text, no + 1, where, file, year, own),
-                    captures=hit.captures,
-                )
-            )
+            fields = {
+                "rule_id": rule.id,
+                "failure_class": rule.failure_class,
+                "action": rule.resolved_action,
+                "role": rule.role,
+                "priority": rule.priority,
+                "stage": rule.stage,
+                "ref": self.lines.ref(hit.text, no + 1, where, file, year, own),
+                "captures": hit.captures,
+            }
+            hits.append(trusted(RuleHit, fields))  # the rule's own validated values, and the line's
         return dropped
 
     def _template_stats(
@@ -267,19 +267,19 @@ def _stat(
 ) -> TemplateStat:
     count, first_no, first, last_no, last, rule_ids = entry
     head = reader.ref(_decode(first), first_no, where, file, year)
-    return TemplateStat(
-        template_id=template_id(text),
-        template=text,
-        node=where.node,
-        rank=rank if rank is not None else where.rank,
-        count=count,
-        first=head,
-        last=head
-        if last_no == first_no
-        else reader.ref(_decode(last), last_no, where, file, year),  # one record, not two
-        rule_ids=sorted(rule_ids),
-        new=lines >= NEW_MIN_LINES and first_no > lines * (1 - NEW_TAIL),
-    )
+    fields = {
+        "template_id": template_id(text),
+        "template": text,
+        "node": where.node,
+        "rank": rank if rank is not None else where.rank,
+        "count": count,
+        "first": head,
+        "last": head if last_no == first_no else reader.ref(_decode(last), last_no, where, file, year),  # one record
+        "rule_ids": sorted(rule_ids),
+        "new": lines >= NEW_MIN_LINES and first_no > lines * (1 - NEW_TAIL),
+        "rare": False,  # set once all files are scanned
+    }
+    return trusted(TemplateStat, fields)
 
 
 def _decode(line: bytes) -> str:

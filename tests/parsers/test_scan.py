@@ -620,3 +620,10 @@ def test_a_line_longer_than_evidence_keeps_is_read_afresh_each_time(monkeypatch:
     reader.owner(long)
     monkeypatch.setattr(scan_module, "attribute_line", lambda text: scan_module.Attribution(rank=5))
     assert reader.owner(long).rank == 5  # not held: read again
+
+
+def test_the_records_a_scan_makes_unvalidated_are_what_validation_makes(tmp_path: Path) -> None:
+    [src] = _job(tmp_path, {"node03/stdout.log": LOG})
+    scan = FileScanner(RULES).scan(src)
+    assert scan.hits and scan.templates and scan.metrics
+    assert FileScan.model_validate(scan.model_dump()) == scan  # every field there, each of its declared type
