@@ -53,9 +53,11 @@ _FRAME = re.compile(r'\s*(?:> )?File "[^"\n]+", line \d+(?:, in .+)?$')
 _LONE_TYPE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)")
 
 
-# Text a head must hold for any of the shapes above: a frame's `File "`, a box's edge, IPython's arrow, a lone
-# exception's type (its name ends in Error or Exception), or a header (chain_head).
-_MARKS = ('File "', "│", "->", "Error", "Exception")
+# Text a head must hold for any of the shapes above: a frame's `File "`, a box's edge, a lone exception's type
+# (its name ends in Error or Exception), IPython's arrow as IPYTHON_ARROW reads it (the number ends the line or
+# a space follows it: NCCL's `1[1] -> 2[2]` is none), or a header (chain_head).
+_MARKS = ('File "', "│", "Error", "Exception")
+_ARROW = re.compile(r"-> ?\d+(?:\s|\Z)")
 
 
 def may_start_inside(lines: Sequence[str]) -> bool:
@@ -63,7 +65,7 @@ def may_start_inside(lines: Sequence[str]) -> bool:
     (chain_head): False settles both with a few substring tests, where they match a dozen patterns a line. Most
     files start with none of these marks: 1,024 rank files spent 0.25 ms each on their heads."""
     head = "\n".join(lines[:HEADLESS_LINES])
-    return any(mark in head for mark in _MARKS) or may_hold_header(head)
+    return any(mark in head for mark in _MARKS) or _ARROW.search(head) is not None or may_hold_header(head)
 
 
 class Start(NamedTuple):

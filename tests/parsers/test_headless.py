@@ -351,6 +351,7 @@ def test_every_head_with_a_start_bears_a_mark_and_a_plain_head_none() -> None:
     nccl = [  # a rank file's first lines (NVIDIA/nccl's INFO lines), nothing cut above them
         "node00:20011:20011 [1] NCCL INFO Bootstrap : Using ib0:10.64.0.2<0>",
         "node00:20011:20011 [1] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)",
+        "node00:20011:20175 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM",  # an arrow, not IPython's
         "node00:20011:20175 [1] NCCL INFO Connected all rings",
     ]
     assert not may_start_inside(nccl) and not headless_starts(nccl) and chain_head(nccl) is None
