@@ -71,7 +71,7 @@ class HitCap:
 
 
 class LineReader:
-    """A line's printer and time, read once per distinct text and year for all the files one scanner reads.
+    """A line's printer and time, read once per distinct text and year for all the files a process scans.
 
     The ranks of a job print the same lines: a warning, a traceback's frames, an argument dump. Of the 61k line
     records of a 1,024-rank-file job, 22k texts are distinct, and attributing and time-stamping a line cost more
@@ -124,7 +124,8 @@ class LineReader:
 
 
 class FileScanner:
-    """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block."""
+    """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block,
+    `lines` (a LineReader) reads the lines that become records, and may serve other scanners too."""
 
     def __init__(
         self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None, lines: LineReader | None = None
