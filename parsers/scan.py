@@ -9,9 +9,9 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -351,7 +351,7 @@ def scan_sources(
     compiled = serialize_database(rules)  # compiled here once, loaded by each worker
     batches = _balance(tasks, max(processes, -(-sum(map(_task_cost, tasks)) // BATCH_BYTES)))
     with gc_paused(), worker_pool(workers, initializer=_start_scan_worker, initargs=(rules, compiled)) as pool:
-        _share(pool, rules, batches, parts, _fraction_of(total, progress))  # workers end with us, even on kill -9
+        _share(pool, workers, rules, batches, parts, _fraction_of(total, progress))  # they end with us, even on kill -9
     _finished(progress)
     # One look-up per part, never a search of all parts per file: 20k files merge in linear time.
     return [merge_parts([parts[(p.display, p.start)].pop() for p in piece]) for piece in pieces]
@@ -359,56 +359,45 @@ def scan_sources(
 
 def _share(
     pool: Executor,
+    workers: int,
     rules: Sequence[Rule],
     batches: list[list[Source]],
     parts: dict[tuple[str, int], list[FileScan]],
     on_bytes: Callable[[int], None] | None,
 ) -> None:
-    """Scan the batches: the workers take them from the front, this process from the back, each batch once.
+    """Scan the batches: the workers are handed them from the front, this process takes them from the back.
 
-    This process takes only a batch no worker has started (its future cancelled); between its own batches it
-    makes the records of the batches the workers have handed back (packing.py), so that work is not all left
-    for the end, and the last batches go to whichever process is free: all finish at about the same time.
+    Each worker holds its batch and the next one, handed over as this process sees batches come back (after each
+    block it reads itself), so no worker waits for one; near the end, only the one it scans: a batch queued for
+    a busy worker cannot be taken back, and this process would sit idle while a worker scanned two. Between its
+    blocks this process also makes the records of the batches the workers hand back (packing.py), so that work
+    is not all left for the end; and the last batches go to whichever process is free, so all finish at about
+    the same time.
     """
+    todo = deque(batches)
+    running: dict[Future[list[Packed]], list[Source]] = {}
+
+    def hand_out(size: int = 0) -> None:
+        for future in [f for f in running if f.done()]:
+            batch = running.pop(future)
+            _collect(parts, batch, [unpack(p) for p in future.result()])
+            if on_bytes is not None:
+                on_bytes(sum(map(_task_size, batch)))
+        while todo and len(running) < (2 * workers if len(todo) > workers + 1 else workers):
+            batch = todo.popleft()
+            running[pool.submit(_scan_packed, batch)] = batch
+        if size and on_bytes is not None:
+            on_bytes(size)
+
     lines = LineReader()
-    handed: list[Future[list[Packed]]] = []  # appended by the pool's thread as workers hand batches back
-    batch_of: dict[Future[list[Packed]], list[Source]] = {}
-    for batch in batches:
-        future = pool.submit(_scan_packed, batch)
-        batch_of[future] = batch
-        future.add_done_callback(handed.append)
-    for future in reversed(list(batch_of)):
-        _unpack_handed(handed, batch_of, parts, on_bytes)
-        if not future.cancel():
-            break  # a worker has it, and every batch before it
-        batch = batch_of.pop(future)
-        _collect(parts, batch, _scan_group(rules, batch, on_bytes, lines))
-    for future in as_completed(list(batch_of)):
-        _unpack(future, batch_of.pop(future), parts, on_bytes)
-
-
-def _unpack_handed(
-    handed: list[Future[list[Packed]]],
-    batch_of: dict[Future[list[Packed]], list[Source]],
-    parts: dict[tuple[str, int], list[FileScan]],
-    on_bytes: Callable[[int], None] | None,
-) -> None:
-    """The records of the batches the workers handed back since the last call (cancelled ones were never sent)."""
-    while handed:
-        future = handed.pop()
-        if not future.cancelled():
-            _unpack(future, batch_of.pop(future), parts, on_bytes)
-
-
-def _unpack(
-    future: Future[list[Packed]],
-    batch: list[Source],
-    parts: dict[tuple[str, int], list[FileScan]],
-    on_bytes: Callable[[int], None] | None,
-) -> None:
-    _collect(parts, batch, [unpack(p) for p in future.result()])
-    if on_bytes is not None:
-        on_bytes(sum(map(_task_size, batch)))
+    hand_out()
+    while todo:
+        batch = todo.pop()
+        _collect(parts, batch, _scan_group(rules, batch, hand_out, lines))
+        hand_out()
+    while running:
+        wait(running, return_when=FIRST_COMPLETED)
+        hand_out()
 
 
 def _fraction_of(total: int, progress: Callable[[float], None] | None) -> Callable[[int], None] | None:

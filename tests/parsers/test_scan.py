@@ -411,6 +411,25 @@ def test_a_parallel_job_goes_in_batches_the_workers_and_this_process_share(
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[-2] > 0.5
 
 
+def test_with_as_many_batches_as_processes_this_process_scans_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch queued for a busy worker cannot be taken back: were all three handed out, this process would wait
+    while a worker scanned two (a big file split in three ran 1.7x slower)."""
+    srcs = _parallel_job(tmp_path)[:3]
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    here: list[str] = []
+    real_group = scan_module._scan_group
+
+    def spy(rules: list[Rule], batch: list[Source], *args: object, **kwargs: object) -> list[FileScan]:
+        here.extend(s.display for s in batch)
+        return real_group(rules, batch, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan_module, "_scan_group", spy)
+    scans = scan_sources(srcs, RULES, workers=2)
+    assert len(here) == 1 and [s.file for s in scans] == [s.display for s in srcs]
+
+
 def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -505,6 +524,9 @@ def _lines_run_in_scan_py(monkeypatch: pytest.MonkeyPatch, srcs: list[Source]) -
     """How many Python lines of parsers/scan.py this process runs for a parallel scan of srcs (a count of work
     that does not depend on the machine's speed)."""
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    # As many batches as processes, so this process scans one of three whatever the count (else its share, and
+    # so its lines, would follow how fast the workers handed theirs back).
+    monkeypatch.setattr(scan_module, "BATCH_BYTES", 1 << 40)
     code_file, ran = scan_module.__file__, 0
 
     def trace(frame: types.FrameType, event: str, arg: object) -> object:
