@@ -168,17 +168,21 @@ def _worst(streak: list[MetricPoint]) -> MetricPoint | None:
 
 
 def _pressure_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
-    """The last host-memory report of each file, when it read HOST_PRESSURE or more and a teardown followed it."""
-    starts = teardown_starts(scans, [])
-    events: list[FailureEvent] = []
+    """The last host-memory report of each file, when it read HOST_PRESSURE or more and a teardown followed it.
+
+    The teardowns are looked for only once a report read that high: the look goes through every template of
+    the job (25k on a 1,024-rank-file job), and most jobs report no such pressure."""
+    high = []
     for scan in scans:
         reports = [hit for hit in scan.hits if hit.rule_id == USAGE_RULE and "percent" in hit.captures]
-        if not reports:
-            continue
-        last = max(reports, key=lambda hit: hit.ref.line)
-        if _percent(last) >= HOST_PRESSURE and any(_after(start, last.ref) for start in starts):
-            events.append(_memory_event(last.ref))
-    return events
+        if reports:
+            last = max(reports, key=lambda hit: hit.ref.line)
+            if _percent(last) >= HOST_PRESSURE:
+                high.append(last)
+    if not high:
+        return []
+    starts = teardown_starts(scans, [])
+    return [_memory_event(last.ref) for last in high if any(_after(start, last.ref) for start in starts)]
 
 
 def _desync_events(scans: Sequence[FileScan]) -> list[FailureEvent]:

@@ -61,11 +61,16 @@ _NEEDLES = (
 )
 
 
+def may_hold_header(text: str) -> bool:
+    """Whether the text holds what every header holds: False settles that none of its lines is a header."""
+    return any(needle in text for needle in _NEEDLES)
+
+
 def find_header(line: str) -> tuple[Header, int] | None:
     """Which header the line carries and where it starts (the earliest, if two would match)."""
     offset = max(0, len(line) - TAIL_CHARS)
     tail = line[offset:]
-    if not any(needle in tail for needle in _NEEDLES):
+    if not may_hold_header(tail):
         return None
     found: tuple[Header, int] | None = None
     for kind, regex in _COMPILED:

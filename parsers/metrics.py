@@ -13,7 +13,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 
-from crashcart.knowledge.records import LineRef
+from crashcart.knowledge.records import LineRef, trusted
 from crashcart.parsers.attribution import rank_prefix
 from crashcart.parsers.models import MetricPoint
 
@@ -74,18 +74,19 @@ def read_point(ref: LineRef) -> MetricPoint | None:
     )
     if not (iteration or loss or grad or scale or skipped):
         return None
-    return MetricPoint(
-        line=ref.line,
-        text=ref.text,
-        time=ref.time,
-        node=ref.node,
-        rank=ref.rank,
-        iteration=int(iteration.group(1)) if iteration and len(iteration.group(1)) < 10 else None,
-        loss=_number(loss.group(1)) if loss else None,
-        grad_norm=_number(grad.group(1)) if grad else None,
-        loss_scale=_number(scale.group(1)) if scale else None,
-        skipped=skipped,
-    )
+    fields = {
+        "line": ref.line,
+        "text": ref.text,
+        "time": ref.time,
+        "node": ref.node,
+        "rank": ref.rank,
+        "iteration": int(iteration.group(1)) if iteration and len(iteration.group(1)) < 10 else None,
+        "loss": _number(loss.group(1)) if loss else None,
+        "grad_norm": _number(grad.group(1)) if grad else None,
+        "loss_scale": _number(scale.group(1)) if scale else None,
+        "skipped": skipped,
+    }
+    return trusted(MetricPoint, fields)  # numbers read here, from a line already a record
 
 
 class ProgressTrail:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from crashcart.knowledge.errors import ReadError
-from crashcart.knowledge.records import LineRef, shift_ref
+from crashcart.knowledge.records import LineRef, shift_ref, trusted
 from crashcart.knowledge.rules import Rule
 from crashcart.knowledge.taxonomy import Role
 from crashcart.parsers.attribution import Attribution, attribute_line, attribution_from_path, has_rank_prefixes
@@ -32,9 +34,12 @@ MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are co
 MAX_HITS_PER_RULE = 2000
 PARALLEL_MIN_BYTES = 32 << 20  # below this, process start-up costs more than it saves
 SPLIT_MIN_BYTES = 64 << 20  # a plain file this large is scanned as several byte ranges in parallel
+BATCH_BYTES = 8 << 20  # a parallel job goes in batches of about this cost: few trips, and an even finish
+FILE_COST_BYTES = 64 << 10  # what a file costs besides its text, in bytes of text (1.3 ms on a 1,024-rank job)
 MAX_TEXT = KEPT_LINE_BYTES  # evidence text is cut here (a 10 MB line stays a 10 MB line on disk, not in reports)
 NEW_TAIL = 0.1  # a template first seen in the last 10% of a file's lines is new to it...
 NEW_MIN_LINES = 200  # ... in a file long enough for "the job had been running" to mean something
+MAX_READ_LINES = 1 << 14  # distinct line texts whose printer and time a scanner remembers (then it starts over)
 
 
 class HitCap:
@@ -65,12 +70,69 @@ class HitCap:
         return True
 
 
-class FileScanner:
-    """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block."""
+class LineReader:
+    """A line's printer and time, read once per distinct text and year for all the files a process scans.
 
-    def __init__(self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None) -> None:
+    The ranks of a job print the same lines: a warning, a traceback's frames, an argument dump. Of the 61k line
+    records of a 1,024-rank-file job, 22k texts are distinct, and attributing and time-stamping a line cost more
+    than the rest of making its record. Both are functions of the text (and the year lent to it) alone; texts
+    longer than evidence keeps are read afresh, so what is held stays bounded.
+    """
+
+    def __init__(self) -> None:
+        self._owners: dict[str, Attribution] = {}
+        self._times: dict[tuple[str, int | None], datetime | None] = {}
+
+    def owner(self, text: str) -> Attribution:
+        """attribute_line(text), remembered."""
+        own = self._owners.get(text)
+        if own is None:
+            own = attribute_line(text)
+            if len(text) <= MAX_TEXT:
+                if len(self._owners) >= MAX_READ_LINES:
+                    self._owners.clear()
+                self._owners[text] = own
+        return own
+
+    def time(self, text: str, year: int | None) -> datetime | None:
+        """parse_timestamp(text, year), remembered."""
+        key = (text, year)
+        if key in self._times:
+            return self._times[key]
+        stamp = parse_timestamp(text, year)
+        if len(text) <= MAX_TEXT:
+            if len(self._times) >= MAX_READ_LINES:
+                self._times.clear()
+            self._times[key] = stamp
+        return stamp
+
+    def ref(
+        self, text: str, line_no: int, where: Attribution, file: str, year: int | None, own: Attribution | None = None
+    ) -> LineRef:
+        """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
+        the file's name; `year` dates the stamps that carry none (glog, syslog)."""
+        own = own if own is not None else self.owner(text)
+        fields = {
+            "file": file,
+            "line": line_no,
+            "text": text[:MAX_TEXT],
+            "node": own.node or where.node,
+            "rank": own.rank if own.rank is not None else where.rank,
+            "time": self.time(text, year),
+        }
+        return trusted(LineRef, fields)  # typed as the record's fields are: made per line, never validated
+
+
+class FileScanner:
+    """Scans sources one after another with one rule filter and one templater; `on_bytes` hears of every block,
+    `lines` (a LineReader) reads the lines that become records, and may serve other scanners too."""
+
+    def __init__(
+        self, rules: Sequence[Rule], on_bytes: Callable[[int], None] | None = None, lines: LineReader | None = None
+    ) -> None:
         self.filter = RuleFilter(rules)
         self.templater = Templater()
+        self.lines = lines if lines is not None else LineReader()
         self.on_bytes = on_bytes
 
     def scan(self, src: Source) -> FileScan:
@@ -83,7 +145,7 @@ class FileScanner:
         ranked: bool | None = None
         problem = None
         years = YearTracker()  # glog, syslog and dmesg stamps take their year from the file's dated lines
-        structure = StructureReader(lambda text, no: line_ref(text, no, where, src.display, years.year))
+        structure = StructureReader(lambda text, no: self.lines.ref(text, no, where, src.display, years.year))
         try:
             for block in read_blocks(src):
                 size += len(block)
@@ -141,7 +203,7 @@ class FileScanner:
                 dropped += 1
                 continue
             line_end, text = line_at(block, line_start)
-            own = attribute_line(text)
+            own = self.lines.owner(text)
             rank = own.rank if own.rank is not None else where.rank
             if cap.settled(rule.id, rank, rule.role):
                 dropped += 1
@@ -150,18 +212,17 @@ class FileScanner:
             if hit is None:
                 continue
             cap.admit(rule.id, rank, rule.role)
-            hits.append(
-                RuleHit(
-                    rule_id=rule.id,
-                    failure_class=rule.failure_class,
-                    action=rule.resolved_action,
-                    role=rule.role,
-                    priority=rule.priority,
-                    stage=rule.stage,
-                    ref=line_ref(hit.text, no + 1, where, file, year, own),
-                    captures=hit.captures,
-                )
-            )
+            fields = {
+                "rule_id": rule.id,
+                "failure_class": rule.failure_class,
+                "action": rule.resolved_action,
+                "role": rule.role,
+                "priority": rule.priority,
+                "stage": rule.stage,
+                "ref": self.lines.ref(hit.text, no + 1, where, file, year, own),
+                "captures": hit.captures,
+            }
+            hits.append(trusted(RuleHit, fields))  # the rule's own validated values, and the line's
         return dropped
 
     def _template_stats(
@@ -179,7 +240,8 @@ class FileScanner:
                 slots[key] = [*entry, set(rule_ids)]
             else:
                 _fold(held, entry, rule_ids)
-        return [_stat(text, rank, entry, where, file, counts.lines, year) for (rank, text), entry in slots.items()]
+        reader, lines = self.lines, counts.lines
+        return [_stat(reader, text, rank, entry, where, file, lines, year) for (rank, text), entry in slots.items()]
 
 
 def _fold(held: list[Any], entry: list[Any], rule_ids: set[str]) -> None:
@@ -195,50 +257,46 @@ def _fold(held: list[Any], entry: list[Any], rule_ids: set[str]) -> None:
 
 
 def _stat(
-    text: str, rank: int | None, entry: list[Any], where: Attribution, file: str, lines: int, year: int | None
+    reader: LineReader,
+    text: str,
+    rank: int | None,
+    entry: list[Any],
+    where: Attribution,
+    file: str,
+    lines: int,
+    year: int | None,
 ) -> TemplateStat:
     count, first_no, first, last_no, last, rule_ids = entry
-    head = line_ref(_decode(first), first_no, where, file, year)
-    return TemplateStat(
-        template_id=template_id(text),
-        template=text,
-        node=where.node,
-        rank=rank if rank is not None else where.rank,
-        count=count,
-        first=head,
-        last=head
-        if last_no == first_no
-        else line_ref(_decode(last), last_no, where, file, year),  # one record, not two
-        rule_ids=sorted(rule_ids),
-        new=lines >= NEW_MIN_LINES and first_no > lines * (1 - NEW_TAIL),
-    )
+    head = reader.ref(_decode(first), first_no, where, file, year)
+    fields = {
+        "template_id": template_id(text),
+        "template": text,
+        "node": where.node,
+        "rank": rank if rank is not None else where.rank,
+        "count": count,
+        "first": head,
+        "last": head if last_no == first_no else reader.ref(_decode(last), last_no, where, file, year),  # one record
+        "rule_ids": sorted(rule_ids),
+        "new": lines >= NEW_MIN_LINES and first_no > lines * (1 - NEW_TAIL),
+        "rare": False,  # set once all files are scanned
+    }
+    return trusted(TemplateStat, fields)
 
 
 def _decode(line: bytes) -> str:
     return line[:MAX_TEXT].decode("utf-8", "replace").rstrip("\r")
 
 
-def line_ref(
-    text: str, line_no: int, where: Attribution, file: str, year: int | None = None, own: Attribution | None = None
-) -> LineRef:
-    """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
-    the file's name; `year` dates the stamps that carry none (glog, syslog)."""
-    own = own if own is not None else attribute_line(text)
-    return LineRef(
-        file=file,
-        line=line_no,
-        text=text[:MAX_TEXT],
-        node=own.node or where.node,
-        rank=own.rank if own.rank is not None else where.rank,
-        time=parse_timestamp(text, year),
-    )
-
-
 def _scan_group(
-    rules: Sequence[Rule], sources: Sequence[Source], on_bytes: Callable[[int], None] | None = None
+    rules: Sequence[Rule],
+    sources: Sequence[Source],
+    on_bytes: Callable[[int], None] | None = None,
+    lines: LineReader | None = None,
 ) -> list[FileScan]:
+    """The sources' scans by one new scanner (a batch's templates depend on that batch alone), which reads lines
+    with `lines`, kept from batch to batch."""
     with gc_paused():
-        scanner = FileScanner(rules, on_bytes)
+        scanner = FileScanner(rules, on_bytes, lines)
         return [scanner.scan(src) for src in sources]
 
 
@@ -273,18 +331,15 @@ def scan_sources(
     workers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> list[FileScan]:
-    """Scan every source; a large job is split by size between this process and `workers` more, and a large
-    plain file into line-aligned byte ranges scanned in parallel and merged.
+    """Scan every source; a large job is split into batches scanned by `workers` processes and this one, and a
+    large plain file into line-aligned byte ranges scanned in parallel and merged.
 
-    `progress` hears the fraction done after each block this process reads, 1.0 at the end. With workers, it is
-    this process's own share's fraction: the shares are balanced by size and scanned at once, so it stands for
-    all of them without a message from any worker.
+    `progress` hears the fraction done after each block this process reads and each batch a worker hands back,
+    1.0 at the end.
     """
     workers = workers or min(os.cpu_count() or 1, 8)
     total = sum(s.size for s in sources)
-    # A share for this process too, scanned while the workers scan theirs: its records need no trip through a
-    # pipe, and making records again on arrival (packing.py) is the one part of the scan done here only.
-    processes = workers + 1
+    processes = workers + 1  # this process scans batches too, while the workers scan theirs
     parallel = workers >= 2 and total >= PARALLEL_MIN_BYTES and all(s.path is not None for s in sources)
     pieces = [split(src, processes) if src.size >= SPLIT_MIN_BYTES else [src] for src in sources] if parallel else []
     tasks = [part for piece in pieces for part in piece]
@@ -292,17 +347,57 @@ def scan_sources(
         scans = _scan_group(rules, sources, _fraction_of(total, progress))
         _finished(progress)
         return scans
-    own, *shares = _balance(tasks, processes)
     parts: dict[tuple[str, int], list[FileScan]] = {}  # a list: a file given twice is scanned twice
     compiled = serialize_database(rules)  # compiled here once, loaded by each worker
-    with gc_paused(), worker_pool(len(shares)) as pool:  # workers end with this process, even on kill -9
-        done = pool.map(_scan_packed, [rules] * len(shares), shares, [compiled] * len(shares))
-        _collect(parts, own, _scan_group(rules, own, _fraction_of(sum(map(_task_size, own)), progress)))
-        for share, packed in zip(shares, done, strict=True):
-            _collect(parts, share, [unpack(p) for p in packed])
+    batches = _balance(tasks, max(processes, -(-sum(map(_task_cost, tasks)) // BATCH_BYTES)))
+    with gc_paused(), worker_pool(workers, initializer=_start_scan_worker, initargs=(rules, compiled)) as pool:
+        _share(pool, workers, rules, batches, parts, _fraction_of(total, progress))  # they end with us, even on kill -9
     _finished(progress)
     # One look-up per part, never a search of all parts per file: 20k files merge in linear time.
     return [merge_parts([parts[(p.display, p.start)].pop() for p in piece]) for piece in pieces]
+
+
+def _share(
+    pool: Executor,
+    workers: int,
+    rules: Sequence[Rule],
+    batches: list[list[Source]],
+    parts: dict[tuple[str, int], list[FileScan]],
+    on_bytes: Callable[[int], None] | None,
+) -> None:
+    """Scan the batches: the workers are handed them from the front, this process takes them from the back.
+
+    Each worker holds its batch and the next one, handed over as this process sees batches come back (after each
+    block it reads itself), so no worker waits for one; near the end, only the one it scans: a batch queued for
+    a busy worker cannot be taken back, and this process would sit idle while a worker scanned two. Between its
+    blocks this process also makes the records of the batches the workers hand back (packing.py), so that work
+    is not all left for the end; and the last batches go to whichever process is free, so all finish at about
+    the same time.
+    """
+    todo = deque(batches)
+    running: dict[Future[list[Packed]], list[Source]] = {}
+
+    def hand_out(size: int = 0) -> None:
+        for future in [f for f in running if f.done()]:
+            batch = running.pop(future)
+            _collect(parts, batch, [unpack(p) for p in future.result()])
+            if on_bytes is not None:
+                on_bytes(sum(map(_task_size, batch)))
+        while todo and len(running) < (2 * workers if len(todo) > workers + 1 else workers):
+            batch = todo.popleft()
+            running[pool.submit(_scan_packed, batch)] = batch
+        if size and on_bytes is not None:
+            on_bytes(size)
+
+    lines = LineReader()
+    hand_out()
+    while todo:
+        batch = todo.pop()
+        _collect(parts, batch, _scan_group(rules, batch, hand_out, lines))
+        hand_out()
+    while running:
+        wait(running, return_when=FIRST_COMPLETED)
+        hand_out()
 
 
 def _fraction_of(total: int, progress: Callable[[float], None] | None) -> Callable[[int], None] | None:
@@ -325,10 +420,19 @@ def _finished(progress: Callable[[float], None] | None) -> None:
         progress(1.0)
 
 
-def _scan_packed(rules: Sequence[Rule], sources: Sequence[Source], compiled: bytes) -> list[Packed]:
-    """In a worker: the scans as plain tuples, which pickle in C; the rule database comes compiled."""
+_worker: list[tuple[Sequence[Rule], LineReader]] = []  # in a scan worker: what all its batches share
+
+
+def _start_scan_worker(rules: Sequence[Rule], compiled: bytes) -> None:
+    """In a new worker: the rules, once for all its batches, with their database loaded, not compiled again."""
     adopt_database(rules, compiled)
-    return [pack(scan) for scan in _scan_group(rules, sources)]
+    _worker.append((rules, LineReader()))
+
+
+def _scan_packed(sources: Sequence[Source]) -> list[Packed]:
+    """In a worker: the scans of one batch as plain tuples, which pickle in C."""
+    rules, lines = _worker[-1]
+    return [pack(scan) for scan in _scan_group(rules, sources, lines=lines)]
 
 
 def _collect(parts: dict[tuple[str, int], list[FileScan]], tasks: Sequence[Source], scans: list[FileScan]) -> None:
@@ -384,14 +488,19 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
 
 
 def _balance(sources: Sequence[Source], workers: int) -> list[list[Source]]:
-    """Greedy split by size: largest task first into the lightest group."""
+    """Greedy split by cost: costliest task first into the lightest group."""
     groups: list[list[Source]] = [[] for _ in range(min(workers, len(sources)))]
     loads = [0] * len(groups)
-    for src in sorted(sources, key=_task_size, reverse=True):
+    for src in sorted(sources, key=_task_cost, reverse=True):
         i = loads.index(min(loads))
         groups[i].append(src)
-        loads[i] += _task_size(src)
+        loads[i] += _task_cost(src)
     return [g for g in groups if g]
+
+
+def _task_cost(src: Source) -> int:
+    """A task's size plus what any file costs whatever its size: a thousand small files are no small task."""
+    return _task_size(src) + FILE_COST_BYTES
 
 
 def _task_size(src: Source) -> int:

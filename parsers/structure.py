@@ -21,6 +21,7 @@ from crashcart.parsers.headless import (
     chain_head,
     earlier_link,
     headless_starts,
+    may_start_inside,
     printer_prefix,
     read_headless,
 )
@@ -109,6 +110,8 @@ class StructureReader:
     def _headless(self, block: bytes) -> None:
         """A traceback the file starts inside of (parsers/headless.py): read once, from the file's first lines."""
         head = [_text(line) for line in block.split(b"\n", HEADLESS_LINES)[:HEADLESS_LINES]]
+        if not may_start_inside(head):
+            return
         starts = headless_starts(head)
         if not starts:
             self._chain_head(head)

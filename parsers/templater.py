@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from drain3.drain import Drain, LogCluster
@@ -144,6 +145,8 @@ class Templater:
         return str(self._clusters[index].get_template())
 
 
+@lru_cache(maxsize=1 << 14)
 def template_id(template: str) -> str:
-    """A short stable id for a template text, equal across files, processes and runs."""
+    """A short stable id for a template text, equal across files, processes and runs (cached: every file of a
+    per-rank job has the same few hundred templates)."""
     return hashlib.blake2b(template.encode(), digest_size=6).hexdigest()

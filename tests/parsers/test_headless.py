@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from crashcart.knowledge.records import LineRef
 from crashcart.parsers.frames import in_call_order
-from crashcart.parsers.headless import HEADLESS_LINES, headless_start, headless_starts, read_headless
+from crashcart.parsers.headless import (
+    HEADLESS_LINES,
+    chain_head,
+    headless_start,
+    headless_starts,
+    may_start_inside,
+    read_headless,
+)
 from crashcart.parsers.models import Frame
 from crashcart.parsers.printers import Cursor, printed_lines
 from crashcart.parsers.pytracebacks import read_frames
@@ -334,3 +341,17 @@ def test_a_line_that_only_looks_typed_is_no_exception() -> None:
         "salloc: Nodes ioctl are ready for job",
     ]  # NVIDIA/Megatron-LM#51, NVIDIA/pyxis#28
     assert headless_starts(head) == []
+
+
+def test_every_head_with_a_start_bears_a_mark_and_a_plain_head_none() -> None:
+    heads = [CUT, CUT_BELOW_A_LINE, CUT_BOX, RANK_PREFIXED, CHAIN_TAIL_REVERSED, RAY_PREFIXED, IPYTHON_CUT, DEDENTED]
+    heads.append(LONE_EXCEPTION)
+    assert all(headless_starts(head) for head in heads)
+    assert all(may_start_inside(head) for head in heads)
+    nccl = [  # a rank file's first lines (NVIDIA/nccl's INFO lines), nothing cut above them
+        "node00:20011:20011 [1] NCCL INFO Bootstrap : Using ib0:10.64.0.2<0>",
+        "node00:20011:20011 [1] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)",
+        "node00:20011:20175 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM",  # an arrow, not IPython's
+        "node00:20011:20175 [1] NCCL INFO Connected all rings",
+    ]
+    assert not may_start_inside(nccl) and not headless_starts(nccl) and chain_head(nccl) is None

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from crashcart.knowledge.rules import load_rules
 from crashcart.parsers.models import FileScan
-from crashcart.parsers.packing import pack, unpack
+from crashcart.parsers.packing import _SCAN, pack, unpack
 from crashcart.parsers.scan import scan_sources
 from crashcart.parsers.sources import discover
 
@@ -51,3 +51,16 @@ def test_a_line_seen_once_stays_one_record(tmp_path: Path) -> None:
     shared = [t.last is t.first for t in scan.templates]
     assert any(shared) and not all(shared)  # the log has templates seen once and templates seen again
     assert [t.last is t.first for t in back.templates] == shared
+
+
+def test_hits_and_progress_points_travel_as_plain_values(tmp_path: Path) -> None:
+    log = tmp_path / "node03" / "stdout.log"
+    log.parent.mkdir()
+    log.write_bytes(b"[default1]: iteration 10 | lm loss: 2.5 | grad norm: 1.2\n" + CUDA_ERROR)
+    [scan] = scan_sources(discover([str(tmp_path)]).sources, load_rules(), workers=1)
+    assert scan.hits and scan.metrics
+    head, _ = pack(scan)
+    assert _plain(head[_SCAN.index("hits")]) and _plain(head[_SCAN.index("metrics")])
+    back = unpack(pickle.loads(pickle.dumps((head, []))))
+    assert back.hits == scan.hits and back.metrics == scan.metrics
+    assert back.hits[0].ref.model_fields_set == scan.hits[0].ref.model_fields_set  # as validated records have

@@ -335,7 +335,7 @@ def test_parallel_scan_matches_serial(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(scan_module, "_balance", spy)
     parallel = scan_sources(srcs, RULES, workers=2)
 
-    assert groups_seen == [  # a share for this process, one for each of the two workers
+    assert groups_seen == [  # a small job: as many batches as processes (two workers and this one)
         [
             ["node04/stdout.log"],
             ["node03/stdout.log", "node00/stdout.log"],
@@ -376,6 +376,58 @@ def test_stdin_keeps_the_scan_in_process(tmp_path: Path, monkeypatch: pytest.Mon
 def test_balance_largest_first_into_the_lightest_group(sizes: list[int], workers: int, groups: list[list[str]]) -> None:
     srcs = [Source(display=f"f{i}", path=Path(f"/x/f{i}"), size=size) for i, size in enumerate(sizes)]
     assert [[s.display for s in g] for g in scan_module._balance(srcs, workers)] == groups
+
+
+def test_a_file_costs_more_than_its_bytes_so_many_small_files_are_spread_out() -> None:
+    big = [Source(display=f"big{i}", path=Path(f"/x/big{i}"), size=400_000) for i in range(2)]
+    small = [Source(display=f"small{i}", path=Path(f"/x/small{i}"), size=4_000) for i in range(12)]
+    groups = scan_module._balance(big + small, 3)
+    # By bytes alone all 12 small files (48 kB) would go to the third group, beside 400 kB in each of the others;
+    # each file's fixed cost makes eight of them as much work as a big file and two small ones.
+    assert sorted(len(g) for g in groups) == [3, 3, 8]
+
+
+def test_a_parallel_job_goes_in_batches_the_workers_and_this_process_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srcs = _many_small_files(tmp_path, 40)
+    serial = scan_sources(srcs, RULES, workers=1)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(scan_module, "BATCH_BYTES", 4 * scan_module.FILE_COST_BYTES)
+    here: list[str] = []
+    real_group = scan_module._scan_group
+
+    def spy(rules: list[Rule], batch: list[Source], *args: object, **kwargs: object) -> list[FileScan]:
+        here.extend(s.display for s in batch)
+        return real_group(rules, batch, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan_module, "_scan_group", spy)  # `here` fills in this process: a worker has its own copy
+    fractions: list[float] = []
+    parallel = scan_sources(srcs, RULES, workers=2, progress=fractions.append)
+    assert len(here) < len(srcs)  # the workers scanned some batches, and this process none twice
+    assert len(set(here)) == len(here)
+    assert [s.file for s in parallel] == [s.display for s in srcs]
+    assert _comparable(parallel) == _comparable(serial)
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[-2] > 0.5
+
+
+def test_with_as_many_batches_as_processes_this_process_scans_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch queued for a busy worker cannot be taken back: were all three handed out, this process would wait
+    while a worker scanned two (a big file split in three ran 1.7x slower)."""
+    srcs = _parallel_job(tmp_path)[:3]
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    here: list[str] = []
+    real_group = scan_module._scan_group
+
+    def spy(rules: list[Rule], batch: list[Source], *args: object, **kwargs: object) -> list[FileScan]:
+        here.extend(s.display for s in batch)
+        return real_group(rules, batch, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan_module, "_scan_group", spy)
+    scans = scan_sources(srcs, RULES, workers=2)
+    assert len(here) == 1 and [s.file for s in scans] == [s.display for s in srcs]
 
 
 def test_a_large_file_is_split_scanned_in_parallel_and_merged_like_a_serial_scan(
@@ -472,6 +524,9 @@ def _lines_run_in_scan_py(monkeypatch: pytest.MonkeyPatch, srcs: list[Source]) -
     """How many Python lines of parsers/scan.py this process runs for a parallel scan of srcs (a count of work
     that does not depend on the machine's speed)."""
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_BYTES", 1)
+    # As many batches as processes, so this process scans one of three whatever the count (else its share, and
+    # so its lines, would follow how fast the workers handed theirs back).
+    monkeypatch.setattr(scan_module, "BATCH_BYTES", 1 << 40)
     code_file, ran = scan_module.__file__, 0
 
     def trace(frame: types.FrameType, event: str, arg: object) -> object:
@@ -566,3 +621,31 @@ def test_objects_someone_else_froze_stay_frozen() -> None:
     finally:
         gc.unfreeze()
     assert kept
+
+
+def test_a_line_read_again_is_the_same_reading_and_not_read_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = scan_module.LineReader()
+    where = scan_module.attribution_from_path("/job/rank_3.out")
+    first = reader.ref(ILLEGAL, 7, where, "/job/rank_3.out", 2024)
+    reads: list[str] = []
+    monkeypatch.setattr(scan_module, "attribute_line", lambda text: reads.append(text))
+    monkeypatch.setattr(scan_module, "parse_timestamp", lambda text, year: reads.append(text))
+    again = reader.ref(ILLEGAL, 9, where, "/other/rank_3.out", 2024)
+    assert not reads  # remembered by text: another file's copy of the line costs no regex
+    assert (again.node, again.rank, again.time) == (first.node, 1, datetime(2024, 3, 14, 3, 22, 17, 123000))
+    assert (again.file, again.line) == ("/other/rank_3.out", 9)
+
+
+def test_a_line_longer_than_evidence_keeps_is_read_afresh_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = scan_module.LineReader()
+    long = ILLEGAL + " x" * scan_module.MAX_TEXT
+    reader.owner(long)
+    monkeypatch.setattr(scan_module, "attribute_line", lambda text: scan_module.Attribution(rank=5))
+    assert reader.owner(long).rank == 5  # not held: read again
+
+
+def test_the_records_a_scan_makes_unvalidated_are_what_validation_makes(tmp_path: Path) -> None:
+    [src] = _job(tmp_path, {"node03/stdout.log": LOG})
+    scan = FileScanner(RULES).scan(src)
+    assert scan.hits and scan.templates and scan.metrics
+    assert FileScan.model_validate(scan.model_dump()) == scan  # every field there, each of its declared type
