@@ -25,6 +25,7 @@ from crashcart.knowledge.rules import Rule, load_rules
 from crashcart.parsers.models import Skipped
 from crashcart.parsers.scan import gc_paused, scan_sources
 from crashcart.parsers.sources import ReadCap, discover, nothing_read, printable
+from crashcart.parsers.yearless import lend_job_year
 
 if TYPE_CHECKING:
     from crashcart.agent.llm_provider import ChatModel, LLMSettings
@@ -69,7 +70,7 @@ def triage(
         warnings += [s.warning for s in left_out]
     loaded = time.perf_counter()
     tell = progress or (lambda stage, fraction: None)
-    scans = scan_sources(sources, active, workers, lambda fraction: tell("reading logs", fraction))
+    scans = lend_job_year(scan_sources(sources, active, workers, lambda fraction: tell("reading logs", fraction)))
     skipped = found.skipped + [Skipped(path=s.file, reason=s.problem) for s in scans if s.problem]
     if all(s.problem and not s.lines for s in scans):  # every file failed before its first line
         raise nothing_read(skipped)

@@ -107,6 +107,7 @@ class FileScan(Strict):
     stacks: list[StackDump] = []
     metrics: list[MetricPoint] = []  # the last progress numbers per rank (parsers.metrics.MAX_POINTS)
     problem: str | None = None  # why reading stopped before the end (truncated, corrupt, over a size cap)
+    year: int | None = None  # of the file's own dated lines; None: its year-less stamps were lent (yearless.py)
 
 
 class Skipped(Strict):

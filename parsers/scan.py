@@ -176,6 +176,7 @@ class FileScanner:
             stacks=found_structure.stacks,
             metrics=found_structure.metrics,
             problem=problem,
+            year=years.year,
         )
 
     def _keep_hits(
@@ -484,6 +485,7 @@ def merge_parts(parts: list[FileScan]) -> FileScan:
         stacks=merged.stacks,
         metrics=merged.metrics,
         problem=next((p.problem for p in parts if p.problem), None),
+        year=next((p.year for p in parts if p.year is not None), None),
     )
 
 
