@@ -172,11 +172,13 @@ class YearTracker:
         self._rolled = 0  # years passed since the first year-less stamp
 
     def learn(self, block: bytes) -> None:
-        """Look for a dated stamp in the head of a block, until one is found (or LEARN_BLOCKS were seen)."""
-        if self.year is not None or self._looked >= LEARN_BLOCKS:
+        """Look for a dated stamp in the head of a block, until one is found (or LEARN_BLOCKS blocks' heads'
+        worth of text was looked at: however the file was cut into blocks, the same text is looked at)."""
+        if self.year is not None or self._looked >= LEARN_BLOCKS * LEARN_BYTES:
             return
-        self._looked += 1
-        m = _DATED.search(block, 0, min(len(block), LEARN_BYTES))
+        head = min(len(block), LEARN_BYTES)
+        self._looked += head
+        m = _DATED.search(block, 0, head)
         if m is not None:
             self.year = int(m.group(1) or m.group(2))
 

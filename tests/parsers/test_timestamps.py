@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from crashcart.parsers.timestamps import LEARN_BLOCKS, YearTracker, parse_timestamp
+from crashcart.parsers.timestamps import LEARN_BLOCKS, LEARN_BYTES, YearTracker, parse_timestamp
 
 Y = 2024  # the year given for formats that leave it out
 
@@ -313,8 +313,19 @@ def test_learn_takes_a_date_inside_a_message_and_the_first_year_stays() -> None:
 
 def test_learn_gives_up_after_a_few_blocks_without_a_year() -> None:
     years = YearTracker(fallback=2019)
+    line = RAYLET.encode() + b"\n"
+    block = line * (LEARN_BYTES // len(line) + 1)
     for _ in range(LEARN_BLOCKS):
-        years.learn(RAYLET.encode() + b"\n")
+        years.learn(block)
     years.learn(SNAKEMAKE)  # not looked at: the year, where a file has one, comes early
     assert years.year is None
+
     assert years.parse(ELASTIC) == datetime(2019, 2, 17, 16, 43, 29, 165000)
+
+
+def test_learn_looks_at_the_same_text_however_the_file_is_cut_into_blocks() -> None:
+    years = YearTracker()
+    for _ in range(LEARN_BLOCKS * 10):  # many small blocks are still the head of the file
+        years.learn(RAYLET.encode() + b"\n")
+    years.learn(SNAKEMAKE)
+    assert years.year == 2025
