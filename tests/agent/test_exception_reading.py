@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
+from real_tracebacks import HUB_REFUSED, UNPACK
 from traceback_records import traceback_from
 
 from crashcart.agent.exception_reading import SURE, features, learned
 from crashcart.agent.traceback_findings import LEARNED
 from crashcart.knowledge.exception_prior import ExceptionPrior, learn
 from crashcart.knowledge.taxonomy import FailureClass
-
-# huggingface/autotrain-advanced#365: requests' HTTPError raised under huggingface_hub (a gated repo)
-HUB_REFUSED = """
-Traceback (most recent call last):
-  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
-    response.raise_for_status()
-  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
-    raise HTTPError(http_error_msg, response=self)
-requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
-"""  # noqa: E501
-# bmartacho/UniPose#35: the project's own loader unpacks a return value wrongly
-OWN_CODE = """
-Traceback (most recent call last):
-  File "unipose.py", line 299, in <module>
-    model.training(epoch)
-  File "unipose.py", line 126, in training
-    for i, (input, heatmap, centermap, img_path) in enumerate(tbar):
-ValueError: too many values to unpack (expected 4)
-"""
 
 
 def _sure_of(cls: FailureClass, *examples: str) -> ExceptionPrior:
@@ -63,8 +45,8 @@ def test_an_unsure_prior_says_nothing() -> None:
 
 
 def test_the_users_own_code_is_never_read() -> None:
-    own = traceback_from(OWN_CODE)
-    assert learned(own.chain[-1], own, _sure_of(FailureClass.DATA_ERROR, OWN_CODE)) is None
+    own = traceback_from(UNPACK)
+    assert learned(own.chain[-1], own, _sure_of(FailureClass.DATA_ERROR, UNPACK)) is None
 
 
 def test_a_bare_line_is_read_by_its_type_and_words_alone() -> None:

@@ -4,27 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from real_tracebacks import HUB_REFUSED, UNPACK
+
 from crashcart.agent.prior_learning import learn_prior
 from crashcart.knowledge.taxonomy import FailureClass
-
-# huggingface/autotrain-advanced#365
-HUB_REFUSED = """\
-Traceback (most recent call last):
-  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
-    response.raise_for_status()
-  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
-    raise HTTPError(http_error_msg, response=self)
-requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
-"""  # noqa: E501
-# bmartacho/UniPose#35
-UNPACK = """\
-Traceback (most recent call last):
-  File "unipose.py", line 299, in <module>
-    model.training(epoch)
-  File "unipose.py", line 126, in training
-    for i, (input, heatmap, centermap, img_path) in enumerate(tbar):
-ValueError: too many values to unpack (expected 4)
-"""
 
 
 def test_each_jobs_tracebacks_teach_its_class(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from real_tracebacks import HUB_REFUSED
 from traceback_records import traceback_from
 
 from crashcart.agent import exception_reading
@@ -206,30 +207,11 @@ def test_a_specific_signature_outranks_a_structural_verdict() -> None:
 def test_an_unexplained_exception_of_a_library_is_a_symptom_its_cause_outranks() -> None:
     # huggingface/autotrain-advanced#365: requests' HTTPError under huggingface_hub says only that the Hub refused;
     # why (a gated repo without access) is config.model_path's, and a collective or network failure would be theirs
-    verdict = judge(
-        traceback_from("""
-Traceback (most recent call last):
-  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
-    response.raise_for_status()
-  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
-    raise HTTPError(http_error_msg, response=self)
-requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
-""")  # noqa: E501
-    )
+    verdict = judge(traceback_from(HUB_REFUSED))
     # no rule knows it; the prior learned from real threads reads it as a setting (the gated repo) and names
     # that class, but a class is not a cause: it stays a symptom
     assert (verdict.rule_id, verdict.failure_class) == ("traceback.learned_symptom", FailureClass.CONFIG_ERROR)
     assert role_of(verdict) is Role.SYMPTOM
-
-
-HUB_REFUSED = """
-Traceback (most recent call last):
-  File "/app/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py", line 261, in hf_raise_for_status
-    response.raise_for_status()
-  File "/app/env/lib/python3.10/site-packages/requests/models.py", line 1021, in raise_for_status
-    raise HTTPError(http_error_msg, response=self)
-requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json
-"""  # noqa: E501  (huggingface/autotrain-advanced#365)
 
 
 def test_a_line_a_specific_signature_read_keeps_the_rules_finding_not_the_priors() -> None:
