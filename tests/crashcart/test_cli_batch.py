@@ -5,39 +5,21 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from batch_jobs import START, three_jobs
 from fakes.rule_rows import store_with_a_broken_rule
 from fakes.slurm import Reply, recorded
 
-from crashcart import cli as cli_module
 from crashcart.batch.results import ResultStore
-from crashcart.cli_batch import batch
 from crashcart.evals.generator import JobSpec, generate_job
-
-START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def batch_command() -> None:
-    """Register the command if crashcart/cli.py does not yet (default stores are the test's: tests/conftest.py)."""
-    names = {c.name or (c.callback.__name__ if c.callback else "") for c in cli_module.app.registered_commands}
-    if "batch" not in names:
-        cli_module.app.command("batch")(batch)
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three jobs; node05 is named faulty by two infrastructure failures (a repeat offender)."""
-    root = tmp_path_factory.mktemp("jobs")
-    for seed, (name, scenario) in enumerate((("a", "xid79"), ("b", "ib_link"), ("c", "code_bug"))):
-        generate_job(
-            root / "2025-03" / name,
-            JobSpec(nodes=6, gpus_per_node=4, total_mb=0.4, scenario=scenario, fault_node=5, seed=seed, start=START),
-        )
-    return root
+    return three_jobs(tmp_path_factory.mktemp("jobs"))
 
 
 def test_json_csv_and_markdown_agree_and_a_rerun_resumes(cli, tree: Path, tmp_path: Path) -> None:

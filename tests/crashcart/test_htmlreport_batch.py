@@ -5,37 +5,18 @@ each job's own page, written beside it; a rerun reuses the pages, and a missing 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from batch_jobs import three_jobs
 from chromium import drawn, screenshot
 
-from crashcart import cli as cli_module
-from crashcart.cli_batch import batch
-from crashcart.evals.generator import JobSpec, generate_job
 from crashcart.htmlreport.batch import page_name
-
-START = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def batch_command() -> None:
-    names = {c.name or (c.callback.__name__ if c.callback else "") for c in cli_module.app.registered_commands}
-    if "batch" not in names:
-        cli_module.app.command("batch")(batch)
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three jobs; node05 is named faulty by two infrastructure failures (a repeat offender)."""
-    root = tmp_path_factory.mktemp("jobs")
-    for seed, (name, scenario) in enumerate((("a", "xid79"), ("b", "ib_link"), ("c", "code_bug"))):
-        generate_job(
-            root / "2025-03" / name,
-            JobSpec(nodes=6, gpus_per_node=4, total_mb=0.4, scenario=scenario, fault_node=5, seed=seed, start=START),
-        )
-    return root
+    return three_jobs(tmp_path_factory.mktemp("jobs"))
 
 
 def test_the_batch_page_is_drawn_and_links_each_jobs_page(cli, tree: Path, tmp_path: Path) -> None:
