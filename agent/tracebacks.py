@@ -143,6 +143,8 @@ def traceback_events(scans: Sequence[FileScan]) -> list[FailureEvent]:
     groups: dict[tuple[str, str, str | None, int | None], list[TracebackVerdict]] = {}
     seen: dict[tuple[object, ...], Judged] = {}
     for scan in scans:
+        if not scan.tracebacks:  # most files of a job of many ranks
+            continue
         lines = _signature_lines(scan)
         for tb in scan.tracebacks:
             if _read_by_a_signature(tb, lines.specific):

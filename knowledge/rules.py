@@ -123,8 +123,9 @@ def _shipped_rules() -> tuple[Rule, ...]:
     return tuple(_load_files(sorted(SIGNATURE_DIR.glob("*.yaml")), shipped=True))
 
 
+@lru_cache(maxsize=1)
 def generic_rule_ids() -> frozenset[str]:
-    """The shipped rules that know an exception by its type alone."""
+    """The shipped rules that know an exception by its type alone (asked once per file of a job)."""
     return frozenset(rule.id for rule in _shipped_rules() if rule.generic)
 
 
