@@ -71,7 +71,7 @@ def judge(
 
     With `seen`, a traceback of a shape judged before (every rank printing the same one) is not judged again.
     """
-    links = [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
+    links = _links(tb)
     if not links:  # the log ended before its exception line: what its frames tell, else only that it failed
         return _verdict(judge_unfinished(tb.unfinished) or _NO_EXCEPTION_LINE, tb.start, "")
     key = _shape(tb)
@@ -98,6 +98,11 @@ def _bare_but_readable(exc: RaisedException, line: int, lines: SignatureLines) -
     return line in lines.generic and short_type(exc) not in ("AttributeError", "TypeError")
 
 
+def _links(tb: Traceback) -> list[RaisedException]:
+    """The chain a judgement weighs: a DataLoader worker's re-raise stands aside for the worker's own."""
+    return [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
+
+
 def _telling(links: list[RaisedException], tb: Traceback) -> tuple[Finding, int]:
     """The most telling link's finding by the rules alone, and its index."""
     judged = [(judge_exception(exc, tb), -i) for i, exc in enumerate(links)]
@@ -111,7 +116,7 @@ def telling_exceptions(scans: Sequence[FileScan]) -> list[tuple[RaisedException,
     found = []
     for scan in scans:
         for tb in scan.tracebacks:
-            links = [exc for exc in tb.chain if not is_worker_reraise(exc)] or tb.chain
+            links = _links(tb)
             if links:
                 found.append((links[_telling(links, tb)[1]], tb))
     return found

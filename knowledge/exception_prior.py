@@ -40,6 +40,7 @@ class ExceptionPrior(Strict):
     cases: dict[FailureClass, int]
     features: dict[FailureClass, dict[str, float]]
     _vocabulary: frozenset[str] = PrivateAttr(default=frozenset())
+    _mass: dict[FailureClass, float] = PrivateAttr(default_factory=dict)  # a class's smoothed feature weight
 
     def read(self, features: Iterable[str]) -> Reading | None:
         """The posterior's best class for an exception with these features; None without any known feature."""
@@ -50,8 +51,7 @@ class ExceptionPrior(Strict):
         total_cases = sum(self.cases.values())
         scores: dict[FailureClass, float] = {}
         for cls, count in self.cases.items():
-            seen = self.features.get(cls, {})
-            mass = sum(seen.values()) + SMOOTHING * len(vocab)
+            seen, mass = self.features.get(cls, {}), self._mass[cls]
             scores[cls] = math.log(count / total_cases) + sum(
                 math.log((seen.get(f, 0.0) + SMOOTHING) / mass) for f in known
             )
@@ -62,6 +62,8 @@ class ExceptionPrior(Strict):
 
     def model_post_init(self, context: object, /) -> None:
         self._vocabulary = frozenset(f for seen in self.features.values() for f in seen)
+        smoothed = SMOOTHING * len(self._vocabulary)
+        self._mass = {cls: sum(self.features.get(cls, {}).values()) + smoothed for cls in self.cases}
 
 
 def learn(cases: Iterable[tuple[FailureClass, list[frozenset[str]]]]) -> ExceptionPrior:

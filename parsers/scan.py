@@ -88,10 +88,7 @@ class LineReader:
         own = self._owners.get(text)
         if own is None:
             own = attribute_line(text)
-            if len(text) <= MAX_TEXT:
-                if len(self._owners) >= MAX_READ_LINES:
-                    self._owners.clear()
-                self._owners[text] = own
+            _remember(self._owners, text, own, text)
         return own
 
     def time(self, text: str, year: int | None) -> datetime | None:
@@ -100,10 +97,7 @@ class LineReader:
         if key in self._times:
             return self._times[key]
         stamp = parse_timestamp(text, year)
-        if len(text) <= MAX_TEXT:
-            if len(self._times) >= MAX_READ_LINES:
-                self._times.clear()
-            self._times[key] = stamp
+        _remember(self._times, key, stamp, text)
         return stamp
 
     def ref(
@@ -121,6 +115,14 @@ class LineReader:
             "time": self.time(text, year),
         }
         return trusted(LineRef, fields)  # typed as the record's fields are: made per line, never validated
+
+
+def _remember(memo: dict[Any, Any], key: object, value: object, text: str) -> None:
+    """Keep `value` for a line no longer than evidence keeps; a full memo starts over (bounded memory)."""
+    if len(text) <= MAX_TEXT:
+        if len(memo) >= MAX_READ_LINES:
+            memo.clear()
+        memo[key] = value
 
 
 class FileScanner:
