@@ -12,7 +12,8 @@ from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.parsers.models import FileScan, MetricPoint, TemplateStat
 from crashcart.parsers.yearless import lend_job_year
 
-# a node's kernel log (syslog stamps, no year) and its job's training log (ISO stamps), as the generator writes
+# a node's kernel log line (syslog stamps, no year) as the generator writes it: the mlx5 driver's PCIe power event
+# (geerlingguy/arm-nas#16, evals/logtext.py)
 KERNEL = "Mar 04 00:17:42 node00 kernel: [261496.982411] mlx5_core 0000:41:00.0: mlx5_pcie_event:294:(pid 20022): PCIe slot advertised sufficient power (75W)."  # noqa: E501
 
 
