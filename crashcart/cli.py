@@ -9,10 +9,9 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console, RenderableType
 
 from crashcart.cli_batch import batch
 from crashcart.cli_bot import bot
@@ -25,6 +24,9 @@ from crashcart.cli_rules import rules_app
 from crashcart.fail_on import EXIT_CODES, parse_fail_on
 from crashcart.knowledge.errors import CrashcartError
 from crashcart.printable import printable, printable_name
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 TIMEOUT_S = 30.0  # crashcart.agent.consult.TIMEOUT_S (a test keeps them equal), not imported at start-up
 
@@ -200,16 +202,23 @@ def write_out(report: str | RenderableType, out: Path | None) -> None:
         if isinstance(report, str):
             sys.stdout.write(report)
         else:
-            Console().print(report)
+            _print(report)
         return
     try:
         with out.open("w", encoding="utf-8") as fh:
             if isinstance(report, str):
                 fh.write(report)
             else:
-                Console(file=fh, width=100, color_system=None).print(report)
+                _print(report, file=fh, width=100, color_system=None)
     except OSError as exc:
         raise CrashcartError(f"cannot write {out}: {exc.strerror or exc}; fix --out") from exc
+
+
+def _print(renderable: RenderableType, **console: Any) -> None:
+    """A rich renderable through a rich Console made here: a JSON run never imports rich."""
+    from rich.console import Console
+
+    Console(**console).print(renderable)
 
 
 def _llm_settings(spec: str | None, base_url: str | None):
@@ -277,7 +286,7 @@ def eval_(
             drop = None if cases else {m: {"results"} for m in modes}
             sys.stdout.write(compared.model_dump_json(exclude=drop) + "\n")
         else:
-            Console().print(render_memory(compared))
+            _print(render_memory(compared))
         return
     report = evaluate(directory)
     if fmt is Format.json:  # one compact object of the figures; the per-case rows only when asked for
@@ -285,7 +294,7 @@ def eval_(
     elif fmt is Format.md:
         sys.stdout.write(render_markdown(report))
     else:
-        Console().print(render_text(report))
+        _print(render_text(report))
 
 
 def main() -> None:

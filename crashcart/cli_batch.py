@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from crashcart.cli_outcome import FailOnOpt, NotifyOpt, finish, notify_urls
 from crashcart.fail_on import parse_fail_on
@@ -208,6 +207,7 @@ def _warn_skipped_rules(rules_path: Path | None) -> None:
 @contextmanager
 def _progress_bar() -> Iterator[Callable[[int, int], None]]:
     """A rich progress bar on stderr (stdout stays clean for json/csv); silent when stderr is not a terminal."""
+    from rich.console import Console  # rich is imported when a batch runs, not by every crashcart start
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
@@ -241,6 +241,8 @@ def _emit(text: str, out: Path | None) -> None:
 
 def _emit_table(table, out: Path | None, plain: list[str] | None = None) -> None:
     """The tables, then `plain` lines printed as they are (commands to copy: never wrapped at the width)."""
+    from rich.console import Console
+
     if out is None:
         Console().print(table)
         for line in plain or []:

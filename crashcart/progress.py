@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 DELAY_S = 2.0  # no bar before the triage has run this long
 
@@ -37,6 +37,9 @@ class TriageProgress:
         if self._bar is None:
             if self._clock() - self._started < self._delay_s:
                 return
+            from rich.console import Console  # here: a run that draws no bar (most) never imports rich's progress
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

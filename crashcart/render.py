@@ -6,13 +6,13 @@ escape sequence reaches the reader's terminal; JSON escapes control characters i
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from crashcart.agent.report import Report
 from crashcart.printable import counted, printable, printable_name
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 _CLASS_STYLE = {"unknown": "yellow", "cancelled": "cyan"}
 MAX_SKIPPED = 10  # skipped files listed one a line; past this many, a count (the JSON lists them all)
@@ -85,6 +85,11 @@ def model_note(report: Report) -> str | None:
 
 def to_terminal(report: Report) -> RenderableType:
     """A compact screen: verdict panel, evidence table, next steps, and what was read."""
+    from rich.console import Group  # rich is imported by the terminal formats only: JSON output never pays for it
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
     d = report.diagnosis
     style = _CLASS_STYLE.get(d.failure_class.value, "bold red")
     head = Text.assemble(
@@ -129,6 +134,10 @@ def to_terminal(report: Report) -> RenderableType:
 
 
 def _similar_table(report: Report) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     d = report.diagnosis
     if d.novel:
         note = Text("nothing similar in incident memory: a new failure", style="yellow")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.version import VERSION as PYDANTIC_VERSION
 
@@ -19,9 +18,6 @@ from crashcart.knowledge import filecache
 from crashcart.knowledge.errors import KnowledgeError
 
 M = TypeVar("M", bound=BaseModel)
-# libyaml's parser when PyYAML was built with it (the wheels are): the pure-Python one took 0.3-0.45 s of every
-# start over the signature files alone.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 CACHE_KIND = "knowledge"
 CACHE_KEEP = 64  # entries kept: the 17 shipped files and a user's rule files, over a few edits and upgrades
 
@@ -34,14 +30,30 @@ def load_versioned(path: Path, model: type[M], what: str, version: int, context:
         cached = filecache.entry(CACHE_KIND, _material(raw, model, context), ".json")
         parsed = _from_cache(cached, model, context)
         if parsed is None:
-            parsed = model.model_validate(yaml.load(raw.decode("utf-8"), Loader=_LOADER), context=context)
+            parsed = model.model_validate(_yaml(raw.decode("utf-8")), context=context)
             filecache.store(cached, parsed.model_dump_json().encode(), CACHE_KEEP)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError) as exc:
+    except (OSError, UnicodeDecodeError, YamlError, ValidationError) as exc:
         raise KnowledgeError(f"invalid {what} {path}: {describe(exc)}") from exc
     found = getattr(parsed, "version", version)
     if found != version:
         raise KnowledgeError(f"{what} {path} has version {found}; expected {version}")
     return parsed
+
+
+class YamlError(ValueError):
+    """A file that is not YAML (PyYAML's own error, whose module is imported only when a file is parsed)."""
+
+
+def _yaml(text: str) -> object:
+    """The YAML document in `text`. PyYAML is imported here, on a cache miss only: a start that finds every file in
+    the cache never pays its import. libyaml's parser when PyYAML was built with it (the wheels are): the
+    pure-Python one took 0.3-0.45 s of every start over the signature files alone."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise YamlError(str(exc)) from exc
 
 
 def _material(raw: bytes, model: type[BaseModel], context: dict[str, object] | None) -> bytes:

@@ -392,3 +392,17 @@ def test_generate_scenario_names_are_the_generators() -> None:
     from crashcart.evals.scenarios import SCENARIOS
 
     assert tuple(sorted(SCENARIOS)) == SCENARIO_NAMES
+
+
+def test_a_json_triage_after_the_first_start_imports_neither_yaml_nor_rich(oom_log: Path) -> None:
+    """Cold start: the knowledge files come from the cache as JSON, and only the terminal formats draw with rich."""
+    probe = (
+        "import sys\nfrom crashcart.cli import main\n"
+        f"sys.argv = ['crashcart', 'triage', {str(oom_log)!r}, '--no-memory', '--format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'yaml', 'rich'}), file=sys.stderr)\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True) for _ in range(2)]
+    assert json.loads(runs[1].stdout)["diagnosis"]["failure_class"] == "gpu_oom"
+    assert runs[0].stderr.endswith("['yaml']\n")  # the first start parses the YAML and fills the cache
+    assert runs[1].stderr.endswith("[]\n")

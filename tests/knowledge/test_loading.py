@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crashcart.knowledge import filecache, loading
+from crashcart.knowledge import filecache
 from crashcart.knowledge.context_lines import ContextLines
 from crashcart.knowledge.crash_lines import CrashLines
 from crashcart.knowledge.errors import KnowledgeError
@@ -34,7 +34,7 @@ def _no_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> object:
         raise AssertionError("the YAML was parsed again")
 
-    monkeypatch.setattr(loading.yaml, "load", refuse)
+    monkeypatch.setattr(yaml, "load", refuse)
 
 
 @pytest.mark.parametrize(("path", "model", "context"), SHIPPED, ids=[p.name for p, _, _ in SHIPPED])
