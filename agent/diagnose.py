@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from crashcart.agent.actions import refined_action
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, Signal, XidEvent
 from crashcart.agent.hangs import describe as describe_hang
+from crashcart.agent.host_headers import header_hosts
 from crashcart.agent.models import Alternative, Diagnosis
 from crashcart.agent.salience import ERRORISH, RARE_COUNT, template_totals
 from crashcart.agent.timeline import Timeline, TimelineIndex, first_to_stop, timelines
@@ -254,6 +255,8 @@ def _faulty(
     roots = [e for e in roots if e.priority >= strongest - LOCATE_MARGIN]  # weak echoes do not add nodes
     accused = [e for e in roots if e.names_node]  # "Node failure on X" outranks the host that printed it
     nodes = list(dict.fromkeys(e.node for e in accused or roots if e.node))
+    if not nodes and cls in HARDWARE_CLASSES:  # a job mail's host, or the prompt nvidia-smi ran at
+        nodes = header_hosts(roots, scans)
     ranks = list(dict.fromkeys(e.rank for e in roots if e.rank is not None))
     all_nodes = {s.node for scan in scans for s in scan.templates if s.node} | {e.node for e in signals if e.node}
     all_ranks = {s.rank for scan in scans for s in scan.templates if s.rank is not None}
