@@ -98,9 +98,12 @@ def consult(
 
 
 def _settle(rules: Diagnosis, outcome: LLMOutcome) -> Diagnosis:
-    """The model's diagnosis, unless it contradicts a sure one of the rules: then theirs, the model's recorded."""
-    if not contradicts_sure_rules(rules, outcome.diagnosis):
-        return outcome.diagnosis
+    """The model's diagnosis, unless it contradicts a sure one of the rules or names no class where the rules name
+    one (a model that cannot tell is no evidence against them): then theirs, the model's recorded."""
+    model = outcome.diagnosis
+    cannot_tell = model.failure_class is FailureClass.UNKNOWN and rules.failure_class is not FailureClass.UNKNOWN
+    if not cannot_tell and not contradicts_sure_rules(rules, model):
+        return model
     outcome.usage.disagreement = ModelVerdict.model_validate(
         outcome.diagnosis.model_dump(include=set(ModelVerdict.model_fields))
     )

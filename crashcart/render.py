@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from crashcart.agent.report import Report
+from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.printable import counted, printable, printable_name
 
 if TYPE_CHECKING:
@@ -57,10 +58,13 @@ def skipped_lines(report: Report, quote: str = "") -> list[str]:
 
 
 def overruled(report: Report) -> str | None:
-    """One line when the model contradicted a sure verdict of the rules, which stood (llm.disagreement)."""
+    """One line when the model contradicted a sure verdict of the rules, or could not tell, and the rules' verdict
+    stood (llm.disagreement)."""
     seen = report.llm.disagreement if report.llm is not None else None
     if seen is None:
         return None
+    if seen.failure_class is FailureClass.UNKNOWN:
+        return "the model could not tell (unknown); the rules' verdict stands"
     nodes = f" on {printable(', '.join(seen.faulty_nodes))}" if seen.faulty_nodes else ""
     return f"the model answered {seen.failure_class.value} → {seen.action.value}{nodes}; the rules' sure verdict stands"
 

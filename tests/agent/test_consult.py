@@ -142,3 +142,21 @@ def test_a_model_naming_the_rank_the_rules_located_names_the_same_place() -> Non
     other = rules.model_copy(update={"decided_by": "llm", "faulty_nodes": ["rank 4"]})
     assert hosts_of(["rank 3"], rules) == ["node05"] and hosts_of(["node09"], rules) == ["node09"]
     assert not contradicts_sure_rules(rules, same) and contradicts_sure_rules(rules, other)
+
+
+# ray-project/ray#47461 (the corpus' dev case r-m2-hostoom-ray-worker-sigkill-069): a Ray worker killed, "by SIGKILL
+# by OOM killer" the likeliest of the causes Ray lists; the rules read host_oom, unsure.
+RAY_WORKER_DIED = Path(__file__).resolve().parents[2] / "evals/corpus/dev/cases/r-m2-hostoom-ray-worker-sigkill-069.log"
+
+
+def test_a_model_that_cannot_tell_leaves_an_unsure_verdict_of_the_rules(fake_chat) -> None:
+    rules = triage([RAY_WORKER_DIED]).diagnosis
+    assert rules.failure_class is FailureClass.HOST_OOM and rules.confidence < SURE_FROM
+    cited = [{"file": RAY_WORKER_DIED.name, "line": 1}]
+    answer = {"failure_class": "unknown", "action": "escalate_infra", "evidence": cited, "faulty_nodes": []}
+    model = fake_chat([json.dumps({**answer, "rationale": "The lines do not say which of Ray's causes it was."})])
+    report = triage([RAY_WORKER_DIED], chat_model=model)
+    assert model.calls == 1
+    assert report.diagnosis.model_dump(exclude={"alternatives"}) == rules.model_dump(exclude={"alternatives"})
+    assert report.diagnosis.alternatives[0] == Alternative(failure_class=FailureClass.UNKNOWN, score=0.95, source="llm")
+    assert report.llm.disagreement is not None and report.llm.disagreement.failure_class is FailureClass.UNKNOWN

@@ -75,6 +75,18 @@ def test_a_model_the_rules_overruled_is_named_in_both_formats(fake_chat) -> None
     assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
 
 
+def test_a_model_that_could_not_tell_is_named_in_both_formats(fake_chat) -> None:
+    xid79 = Path(__file__).resolve().parents[2] / "examples" / "xid79-job" / "logs"  # the bundled example job
+    unknown = (
+        '{"failure_class": "unknown", "action": "escalate_infra", "evidence": [{"file": "kernel-node07.log", '
+        '"line": 2}], "rationale": "Not enough to say."}'
+    )
+    report = triage([xid79], chat_model=fake_chat([unknown]), llm_options=LLMOptions(always=True))
+    line = "the model could not tell (unknown); the rules' verdict stands"
+    assert report.diagnosis.failure_class.value == "gpu_hardware"
+    assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
+
+
 def test_a_model_that_was_asked_and_fell_back_says_so_and_why_in_both_formats(tmp_path: Path, fake_chat) -> None:
     from fakes.chat import bad_request_error
 
