@@ -50,7 +50,9 @@ class RuleProposal(Frozen):
     failure_class: FailureClass
     action: Action | None = None
     role: Role = Role.ROOT_CAUSE
-    priority: int = Field(60, ge=0, le=100)
+    # a root cause an operator confirmed is sure (confidence 0.8, agent.consult.SURE_FROM, when nothing else is
+    # close): the model is not asked about it again, nor may it overrule it; specific shipped rules still outrank it
+    priority: int = Field(63, ge=0, le=100)
     explanation: str = Field(min_length=8)  # why the line means this class (Rule requires 8 characters too)
     examples: list[str] = Field(min_length=1)  # the evidence lines the pattern must match
     origin: Origin
