@@ -32,6 +32,10 @@ from crashcart.parsers.workers import worker_pool
 
 MAX_HITS_PER_RULE_RANK = 5  # kept per (rule, rank) in one file; the rest are counted
 MAX_HITS_PER_RULE = 2000
+# Lines of one rule turned away because their rank had its hits: past this many in a file, the rule's further lines
+# are only counted, without reading their rank (each line of a message a job prints every step is a new text, and
+# reading its printer costs 13 us). By then every rank that prints it in lockstep with the others has been seen.
+MAX_SETTLED_PER_RULE = 10_000
 PARALLEL_MIN_BYTES = 32 << 20  # below this, process start-up costs more than it saves
 SPLIT_MIN_BYTES = 64 << 20  # a plain file this large is scanned as several byte ranges in parallel
 BATCH_BYTES = 8 << 20  # a parallel job goes in batches of about this cost: few trips, and an even finish
@@ -51,14 +55,16 @@ class HitCap:
     def __init__(self) -> None:
         self._seen: Counter[tuple[str, int | None]] = Counter()
         self._total: Counter[str] = Counter()
+        self._settled: Counter[str] = Counter()
 
     def full(self, rule_id: str) -> bool:
         """No more hits of this rule are kept in this file, whatever their rank."""
-        return self._total[rule_id] >= MAX_HITS_PER_RULE
+        return self._total[rule_id] >= MAX_HITS_PER_RULE or self._settled[rule_id] >= MAX_SETTLED_PER_RULE
 
     def settled(self, rule_id: str, rank: int | None, role: Role) -> bool:
         """No more hits of this rule are kept for this rank (context lines: for the file)."""
         if role is not Role.CONTEXT and self._seen[(rule_id, rank)] >= MAX_HITS_PER_RULE_RANK:
+            self._settled[rule_id] += 1
             return True
         return self.full(rule_id)
 
@@ -199,12 +205,12 @@ class FileScanner:
         dropped = 0
         no, pos = base, 0
         for line_start, rule_index in self.filter.candidates(block):
-            no += block.count(b"\n", pos, line_start)
-            pos = line_start
             rule = self.filter.rules[rule_index]
-            if cap.full(rule.id):
+            if cap.full(rule.id):  # before the line is numbered: the next kept line's count spans this one
                 dropped += 1
                 continue
+            no += block.count(b"\n", pos, line_start)
+            pos = line_start
             line_end, text = line_at(block, line_start)
             own = self.lines.owner(text)
             rank = own.rank if own.rank is not None else where.rank

@@ -649,3 +649,24 @@ def test_the_records_a_scan_makes_unvalidated_are_what_validation_makes(tmp_path
     scan = FileScanner(RULES).scan(src)
     assert scan.hits and scan.templates and scan.metrics
     assert FileScan.model_validate(scan.model_dump()) == scan  # every field there, each of its declared type
+
+
+def test_a_rule_with_all_its_ranks_settled_stops_reading_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message printed on every step by every rank: past MAX_SETTLED_PER_RULE turned-away lines the rest are
+    counted without reading their printer; the ranks seen before then keep their hits."""
+    error = b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    log = b"".join(b"[rank%d]: " % (i % 2) + error for i in range(100)) + b"[rank2]: " + error
+    [src] = _job(tmp_path, {"out.log": log})
+
+    def scan(bound: int) -> tuple[FileScan, int]:
+        monkeypatch.setattr(scan_module, "MAX_SETTLED_PER_RULE", bound)
+        scanner, read = FileScanner(RULES), []
+        owner = scanner.lines.owner
+        monkeypatch.setattr(scanner.lines, "owner", lambda text: read.append(text) or owner(text))
+        return scanner.scan(src), len(read)
+
+    (bounded, reads), (unbounded, all_reads) = scan(20), scan(10**9)
+    assert [h.ref.rank for h in bounded.hits] == [0, 1] * MAX_HITS_PER_RULE_RANK
+    assert bounded.hits_dropped == 101 - 2 * MAX_HITS_PER_RULE_RANK
+    assert all_reads - reads == 101 - (2 * MAX_HITS_PER_RULE_RANK + 20)  # only the lines before the bound are read
+    assert [h.ref.rank for h in unbounded.hits][-1] == 2  # the price: a rank first seen after it keeps no hit
