@@ -17,10 +17,11 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
-    (  # matterport/Mask_RCNN#1439: pycocotools' createIndex on a custom annotation without an 'id', as IPython prints it
+    (  # matterport/Mask_RCNN#1439: pycocotools' createIndex on an annotation without an 'id', as IPython prints it
         "coco_annotation_without_an_id",
         [
-            "c:\\programdata\\anaconda3\\envs\\mask-rcnn\\lib\\site-packages\\pycocotools\\coco.py in createIndex(self)",
+            "c:\\programdata\\anaconda3\\envs\\mask-rcnn\\lib\\site-packages\\pycocotools\\coco.py"
+            " in createIndex(self)",
             "     97             for ann in self.dataset['annotations']:",
             "     98                 imgToAnns[ann['image_id']].append(ann)",
             "---> 99                 anns[ann['id']] = ann",
