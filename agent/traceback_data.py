@@ -10,7 +10,8 @@ file not in the encoding its reader expects), unless a deserialiser read it: a p
 UTF-8 under pickle.load means the file was opened in text mode, a code bug. pickle.load running out of input on the
 job's own files is an empty or truncated data file (a cache an earlier run left empty, a download cut short).
 A KeyError raised in the user's own function that loads or reads the data is a record without a field the code
-expects (a dialog without its "topic", an annotation without its "bbox").
+expects (a dialog without its "topic", an annotation without its "bbox"). A ZeroDivisionError where the raising
+line divides by a len() is a dataset or file list that came out empty (no image found where the loader looks).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ _TABLE_PACKAGES = frozenset({"numpy", "pandas", "sklearn"})
 # start-up, where a Windows DataLoader worker that failed to start leaves its parent "Ran out of input").
 _UNPICKLE = re.compile(r"\b(?:c?[Pp]ickle|pkl|joblib|dill|np|numpy)\.load\(")
 _NOT_DATA_UNPICKLERS = ("multiprocessing/", "torch/serialization.py")
+# The raising line divides (or takes a modulo) by a collection's size: `m / len(images)`, `x /= len(ds)`, `i % len(d)`.
+_BY_LENGTH = re.compile(r"(?://|/|%)=?\s*len\(")
 # Readers of binary formats that, handed a text-mode file, see its bytes decoded as text.
 _DESERIALISER = re.compile(r"\b(?:pickle|cPickle|torch|np|numpy|joblib|dill)\.loads?\(")
 # The names of the user's functions that turn data files into records.
@@ -86,6 +89,8 @@ def data_loading(exc: RaisedException, tb: Traceback) -> Finding | None:
         return Finding("empty_pickle", FailureClass.DATA_ERROR, LIKELY, "a pickled data file is empty or cut short")
     if _missing_field(exc):
         return Finding("missing_field", FailureClass.DATA_ERROR, LIKELY, "a data record lacks a field the code reads")
+    if _divided_by_empty(exc):
+        return Finding("empty_collection", FailureClass.DATA_ERROR, LIKELY, "divided by the size of an empty dataset")
     reading = tb.worker is not None or is_worker_reraise(exc) or any(map(_is_data_frame, exc.frames))
     if not reading and not _raised_by_library_dataset(exc):
         return None
@@ -114,6 +119,14 @@ def _empty_pickle(exc: RaisedException) -> bool:
     if any(marker in path(f) for f in exc.frames for marker in _NOT_DATA_UNPICKLERS):
         return False
     return any(_UNPICKLE.search(f.source or "") for f in exc.frames)
+
+
+def _divided_by_empty(exc: RaisedException) -> bool:
+    """A ZeroDivisionError whose raising line divides by a len(): the dataset or file list it measures is empty."""
+    if short_type(exc) != "ZeroDivisionError":
+        return False
+    raised = raiser(exc.frames)
+    return raised is not None and bool(_BY_LENGTH.search(raised.source or ""))
 
 
 def _table_value(exc: RaisedException) -> bool:

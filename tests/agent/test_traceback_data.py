@@ -175,6 +175,47 @@ EOFError: Ran out of input
         "traceback.empty_pickle",
     ),
     (
+        "Suanmd/TR-MISR#2",  # nothing in split_data/val: the validation score is divided by an empty split's size
+        """
+Traceback (most recent call last):
+  File "h:\\git\\TR-MISR\\src\\train.py", line 302, in <module>
+    main(config)
+  File "h:\\git\\TR-MISR\\src\\train.py", line 289, in main
+    trainAndGetBestModel(fusion_model, optimizer, dataloaders, baseline_cpsnrs, config)
+  File "h:\\git\\TR-MISR\\src\\train.py", line 173, in trainAndGetBestModel
+    val_score /= len(dataloaders['val'].dataset)
+ZeroDivisionError: float division by zero
+""",
+        FailureClass.DATA_ERROR,
+        "traceback.empty_collection",
+    ),
+    (
+        "huangmozhilv/promise12_vnet_pytorch#2",  # no training image where the loader looks: an empty list's mean
+        """
+Traceback (most recent call last):
+  File "main.py", line 82, in <module>
+    train.main(params, args)
+  File "/mnt/14A6B754A6B73558/Spline.ai/V_Net/promise12_vnet_pytorch-master/DataManager.py", line 54, in loadImages
+    self.meanIntensityTrain=m/len(self.sitkImages)
+ZeroDivisionError: float division by zero
+""",
+        FailureClass.DATA_ERROR,
+        "traceback.empty_collection",
+    ),
+    (
+        "eriklindernoren/PyTorch-YOLOv3#26",  # the model code divides by the count of boxes: its own missing guard
+        """
+Traceback (most recent call last):
+  File "train.py", line 82, in <module>
+    loss = model(imgs, targets)
+  File "/home/alupotto/PycharmProjects/tracktorch/models.py", line 177, in forward
+    return loss, loss_x.item(), loss_y.item(), loss_w.item(), loss_h.item(), loss_conf.item(), loss_cls.item(), float(nCorrect/nGT)
+ZeroDivisionError: division by zero
+""",  # noqa: E501
+        FailureClass.CODE_BUG,
+        "traceback.user_code_exception",
+    ),
+    (
         # python/cpython:Lib/multiprocessing/spawn.py: a spawned child (a Windows DataLoader worker) reading its
         # parent's pickled state from a pipe the parent closed; no data file is read
         "python/cpython:Lib/multiprocessing/spawn.py",

@@ -17,6 +17,21 @@ from crashcart.knowledge.taxonomy import FailureClass
 DATA = FailureClass.DATA_ERROR
 
 CASES = [
+    (  # matterport/Mask_RCNN#1439: pycocotools' createIndex on an annotation without an 'id', as IPython prints it
+        "coco_annotation_without_an_id",
+        [
+            "c:\\programdata\\anaconda3\\envs\\mask-rcnn\\lib\\site-packages\\pycocotools\\coco.py"
+            " in createIndex(self)",
+            "     97             for ann in self.dataset['annotations']:",
+            "     98                 imgToAnns[ann['image_id']].append(ann)",
+            "---> 99                 anns[ann['id']] = ann",
+            "    100 ",
+            "    101         if 'images' in self.dataset:",
+            "",
+            "KeyError: 'id'",
+        ],
+        DATA,
+    ),
     (  # longcw/yolo2-pytorch#126: numpy's max over an empty annotation's boxes; removing empty annotations fixed it
         "max_over_an_empty_annotation",
         ["ValueError: zero-size array to reduction operation maximum which has no identity"],

@@ -314,6 +314,16 @@ CASES = [
         ],
         HOST,
     ),
+    (  # NVIDIA/DIGITS#1362: DIGITS reports the training task's return code, SIGKILL's -9, above Caffe's last lines
+        "job_wrapper_error_code_minus_9",
+        [
+            "ERROR: error code -9",
+            "Iteration 0, Testing net (#0)",
+            "Test net output #0: loss_bbox = 18.4677 (* 2 = 36.9353 loss)",
+            "Test net output #2: mAP = 0",
+        ],
+        HOST,
+    ),
 ]
 
 

@@ -137,6 +137,18 @@ CASES = [
         ],
         STORAGE,
     ),
+    (  # coreylynch/grid-lstm#5: torch7 writes a checkpoint and fewer blocks reach the file than it wrote
+        "torch7_checkpoint_short_write",
+        [
+            "saving checkpoint to cv/lm_lstm_epoch0.10_1.2833.t7\t",
+            "/home/____/torch/install/bin/luajit: /home/____/torch/install/share/lua/5.1/torch/File.lua:210: write"
+            " error: wrote 39776036 blocks instead of 41251350 at"
+            " /tmp/luarocks_torch-scm-1-1419/torch7/lib/TH/THDiskFile.c:340",
+            "stack traceback:",
+            "\t[C]: in function 'write'",
+        ],
+        STORAGE,
+    ),
     (  # airbnb/streamalert#766: urllib3's read timeout on the S3 endpoint, raised bare through botocore's vendored copy
         "s3_urllib3_read_timeout",
         [
