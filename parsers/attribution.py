@@ -349,5 +349,6 @@ def attribution_from_path(path: str) -> Attribution:
         if rank is None:
             rank = _rank_from_name(name)
         if node is None and not _SLURM_FILE.fullmatch(name):
-            node = _node_from_name(name)
+            host = _RANK_NAME.sub("", name).strip("-_.")  # `node07-rank3`: the host is node07
+            node = _node_from_name(host) if host else None
     return Attribution(node, rank) if node is not None or rank is not None else NONE

@@ -73,6 +73,9 @@ PATHS = [
     ("case-0001.log", NONE),
     ("r-gpu-xid-003.log", NONE),  # a one-letter first word: a case's name, not a host
     ("nid001277.log", Attribution("nid001277")),
+    ("node07-rank3.log", Attribution("node07", 3)),  # host and rank in one stem: the rank is not the host's
+    ("gpu-node-12_rank_5.log", Attribution("gpu-node-12", 5)),
+    ("dgx-a100-03-local_rank1.log", Attribution("dgx-a100-03")),
 ]
 
 
