@@ -7,6 +7,7 @@ import io
 import random
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from crashcart.agent.consult import LLMOptions
@@ -63,26 +64,20 @@ def test_nothing_skipped_shows_nothing(tmp_path: Path) -> None:
     assert "kipped" not in to_markdown(report) and "kipped" not in _terminal(report)
 
 
-def test_a_model_the_rules_overruled_is_named_in_both_formats(fake_chat) -> None:
+@pytest.mark.parametrize(
+    ("cls", "action", "line"),
+    [
+        ("cancelled", "retry", "the model answered cancelled → retry; the rules' sure verdict stands"),
+        ("unknown", "escalate_infra", "the model could not tell (unknown); the rules' verdict stands"),
+    ],
+)
+def test_a_model_the_rules_overruled_is_named_in_both_formats(fake_chat, cls: str, action: str, line: str) -> None:
     xid79 = Path(__file__).resolve().parents[2] / "examples" / "xid79-job" / "logs"  # the bundled example job
-    cancelled = (
-        '{"failure_class": "cancelled", "action": "retry", "evidence": [{"file": "kernel-node07.log", "line": 2}], '
-        '"rationale": "The job was cancelled."}'
+    reply = (
+        f'{{"failure_class": "{cls}", "action": "{action}", "evidence": [{{"file": "kernel-node07.log", "line": 2}}], '
+        '"rationale": "What the model read."}'
     )
-    report = triage([xid79], chat_model=fake_chat([cancelled]), llm_options=LLMOptions(always=True))
-    line = "the model answered cancelled → retry; the rules' sure verdict stands"
-    assert report.diagnosis.failure_class.value == "gpu_hardware"
-    assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
-
-
-def test_a_model_that_could_not_tell_is_named_in_both_formats(fake_chat) -> None:
-    xid79 = Path(__file__).resolve().parents[2] / "examples" / "xid79-job" / "logs"  # the bundled example job
-    unknown = (
-        '{"failure_class": "unknown", "action": "escalate_infra", "evidence": [{"file": "kernel-node07.log", '
-        '"line": 2}], "rationale": "Not enough to say."}'
-    )
-    report = triage([xid79], chat_model=fake_chat([unknown]), llm_options=LLMOptions(always=True))
-    line = "the model could not tell (unknown); the rules' verdict stands"
+    report = triage([xid79], chat_model=fake_chat([reply]), llm_options=LLMOptions(always=True))
     assert report.diagnosis.failure_class.value == "gpu_hardware"
     assert line in _terminal(report) and f"_{line}_" in to_markdown(report)
 
