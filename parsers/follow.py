@@ -45,7 +45,7 @@ class Note(NamedTuple):
     """Something the follower did that its user should hear of: a file restarted, skipped or unreadable."""
 
     file: str
-    what: Literal["new", "rotated", "truncated", "skipped", "unreadable"]
+    what: Literal["watching", "new", "rotated", "truncated", "skipped", "unreadable"]
     detail: str = ""
 
 
