@@ -132,7 +132,7 @@ class Watcher:
         for rank, start in last.items():
             end = data.find(b"\n", start)
             text = data[start : min(end, start + MAX_LINE)].rstrip(b"\r").decode("utf-8", "replace")
-            ref = self.lines.ref(text, base + data.count(b"\n", 0, start) + 1, where, file, year)
+            ref = self.lines.once(text, base + data.count(b"\n", 0, start) + 1, where, file, year)
             point = read_point(ref)
             if point is not None and point.iteration is not None:
                 self.stalls.progress(file, rank, point.iteration, ref, now)

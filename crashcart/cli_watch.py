@@ -59,11 +59,22 @@ def watch(
         bool, typer.Option("--verbose", "-v", help="also tell on stderr of files found, rotated or skipped")
     ] = False,
     notify: NotifyOpt = None,
+    drain_exec: Annotated[
+        str | None,
+        typer.Option(
+            "--drain-exec",
+            metavar="COMMAND",
+            help="run this command (no shell) for each node a report says to drain, once per node: {node} and "
+            "{reason} are filled in, e.g. 'scontrol update NodeName={node} State=DRAIN Reason={reason}' "
+            "(default: the command is only printed)",
+        ),
+    ] = None,
 ) -> None:
     """Follow a running job's logs: report each root cause and stall once as it happens, then the final diagnosis.
 
-    Nothing a log says is run: drain commands are printed, never executed.
+    Nothing a log says is run: drain commands are printed, and run only with --drain-exec.
     """
+    from crashcart.drain_exec import drain_argv
     from crashcart.watch import WatchOptions
     from crashcart.watch import watch as run_watch
 
@@ -81,9 +92,19 @@ def watch(
             detail = f": {note.detail}" if note.detail else ""
             print(f"crashcart: {note.what} {printable(note.file)}{detail}", file=sys.stderr, flush=True)
 
-    options = WatchOptions(paths=paths or [], slurm_job=slurm, stall_after=stall_after, idle_s=idle, poll_s=poll)
+    def say(text: str) -> None:
+        print(f"crashcart: {printable(text)}", file=sys.stderr, flush=True)
+
+    options = WatchOptions(
+        paths=paths or [],
+        slurm_job=slurm,
+        stall_after=stall_after,
+        idle_s=idle,
+        poll_s=poll,
+        drain_exec=drain_argv(drain_exec) if drain_exec is not None else None,
+    )
     try:
-        run_watch(options, emit, tell)
+        run_watch(options, emit, tell, say=say)
     except KeyboardInterrupt:
         if sender is not None:
             sender.shutdown(wait=False, cancel_futures=True)

@@ -3,7 +3,8 @@
 The loop polls the files (parsers/follow.py), hands each chunk of new lines to the streaming state
 (agent/watch.py), asks it for a stall, and decides when the job has ended: Slurm says so (`--slurm JOBID`), or
 the files have stopped growing for `idle_s` after a line the rules know as a job's end. The final report is
-`crashcart.api.triage` on the files. Reports go to `emit` as they are made; nothing here runs a command.
+`crashcart.api.triage` on the files. Reports go to `emit` as they are made; the one command ever run is the
+operator's own drain command, when one is configured (crashcart/drain_exec.py).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pydantic import Field
 from crashcart.agent.actions import drain_command
 from crashcart.agent.report import Report
 from crashcart.agent.watch import Watcher
-from crashcart.agent.watch_reports import FinalReport, WatchReport
+from crashcart.agent.watch_reports import FinalReport, StallReport, WatchReport
 from crashcart.api import triage
 from crashcart.batch.slurm import Runner, job_ended, slurm_job_logs, slurm_job_state
+from crashcart.drain_exec import Drainer
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.records import Strict, is_host
 from crashcart.knowledge.rules import load_rules
@@ -42,6 +44,7 @@ class WatchOptions(Strict):
     idle_s: float = Field(IDLE_S, gt=0)
     poll_s: float = Field(POLL_S, gt=0)
     state_every_s: float = Field(STATE_EVERY_S, gt=0)
+    drain_exec: list[str] | None = None  # the operator's drain command (drain_exec.drain_argv); None: print only
 
 
 class _Loop:
@@ -90,19 +93,44 @@ def watch(
     emit: Callable[[WatchReport], None],
     notes: Callable[[Note], None] | None = None,
     *,
+    say: Callable[[str], None] | None = None,
     runner: Runner = subprocess.run,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> FinalReport:
     """Follow the job until it ends, emitting each root cause and stall once; the final report is emitted too
-    and returned. Ctrl-C (KeyboardInterrupt) goes to the caller."""
+    and returned. With `options.drain_exec`, each node a report says to drain is drained once (`say` hears how
+    that went). Ctrl-C (KeyboardInterrupt) goes to the caller."""
     if not options.paths and options.slurm_job is None:
         raise InputError("nothing to watch: give log files or folders, or --slurm JOBID")
     for path in options.paths:
         if not path.exists():
             raise InputError(f"no such file or folder: {path}; watch a folder to follow files not yet written")
-    loop = _Loop(options, emit, runner)
-    tell = notes or (lambda note: None)
+    drainer = Drainer(options.drain_exec, say or (lambda text: None), runner) if options.drain_exec else None
+
+    def report(made: WatchReport) -> None:
+        emit(made)
+        if drainer is not None and not isinstance(made, StallReport) and made.action is Action.DRAIN_NODE_AND_RETRY:
+            for node in made.nodes:
+                if is_host(node):
+                    drainer.drain(node, f"crashcart: {made.failure_class.value}")
+
+    try:
+        return _follow(options, report, notes or (lambda note: None), runner, clock, sleep)
+    finally:
+        if drainer is not None:
+            drainer.close()
+
+
+def _follow(
+    options: WatchOptions,
+    report: Callable[[WatchReport], None],
+    tell: Callable[[Note], None],
+    runner: Runner,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+) -> FinalReport:
+    loop = _Loop(options, report, runner)
     for name in [str(p) for p in options.paths] or [f"slurm job {options.slurm_job}"]:
         tell(Note(name, "watching"))  # the rules are loaded: from here on, no line is missed
     while True:
@@ -115,7 +143,7 @@ def watch(
     if not loop.follower.files:
         raise InputError(f"the job ended ({ended}) and no log was found to diagnose")
     final = final_report(triage(loop.follower.paths), ended)
-    emit(final)
+    report(final)
     return final
 
 

@@ -40,8 +40,8 @@ def write_live(
     pace_s: float,
     end: Literal["fault", "stall"] = "fault",
 ) -> None:
-    """Write the job into out/logs as it would grow: preamble, `iterations` iterations `pace_s` apart, then the
-    end. The files are appended to, never rewritten; memory holds one block of iterations whatever their number."""
+    """Write the job into out/logs as it would grow: preamble, `iterations` iterations one every `pace_s`, then
+    the end. The files are appended to, never rewritten; memory holds one block of iterations whatever their number."""
     plan = plan_job(spec, iterations)
     files = file_plans(plan)
     logs = out / LOGS
@@ -51,11 +51,12 @@ def write_live(
         for fp in files:
             _write(handles[fp.name], events_text(plan, fp, head_events(plan)))
         late = _stopping_early(plan, files) if end == "stall" else set()
-        for k, units in enumerate(_iterations(plan, files)):
+        began = time.monotonic()
+        for k, units in enumerate(iteration_texts(plan, files)):
             for fp, text in units:
                 if not (fp.name in late and k >= iterations - STALL_LEAD):
                     _write(handles[fp.name], text)
-            time.sleep(pace_s)
+            time.sleep(max(0.0, began + (k + 1) * pace_s - time.monotonic()))  # a steady cadence, as a job keeps
         if end == "fault":
             _fault(plan, files, handles, pace_s / plan.iter_s)
 
@@ -66,7 +67,7 @@ def _stopping_early(plan: JobPlan, files: list[FilePlan]) -> set[str]:
     return {fp.name for fp in files if fp.ranks and all(r // plan.gpus_per_node == node for r in fp.ranks)}
 
 
-def _iterations(plan: JobPlan, files: list[FilePlan]) -> Iterator[list[tuple[FilePlan, str]]]:
+def iteration_texts(plan: JobPlan, files: list[FilePlan]) -> Iterator[list[tuple[FilePlan, str]]]:
     """Each iteration's text of every file, a block of BLOCK iterations rendered at a time."""
     for lo in range(0, plan.n_iters, BLOCK):
         hi = min(lo + BLOCK, plan.n_iters)

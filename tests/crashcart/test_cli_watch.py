@@ -131,6 +131,7 @@ def test_a_job_whose_ranks_all_stop_is_reported_stalled_naming_the_node_that_sto
     [
         ((), "nothing to watch: give log files or folders, or --slurm JOBID"),
         (("no-such-folder",), "no such file or folder: no-such-folder; watch a folder"),
+        ((".", "--drain-exec", "scontrol update State=DRAIN"), "--drain-exec must hold {node}"),
     ],
 )
 def test_nothing_to_watch_is_one_line_naming_the_fix(cli, args: tuple[str, ...], message: str) -> None:

@@ -4,6 +4,7 @@ terminal line, with the final diagnosis from triage; Slurm answers from a stand-
 from __future__ import annotations
 
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -92,3 +93,15 @@ def test_nothing_to_watch_and_a_missing_path_are_errors_that_name_the_fix(tmp_pa
         watch(WatchOptions(), lambda r: None)
     with pytest.raises(InputError, match="watch a folder to follow files not yet written"):
         watch(WatchOptions(paths=[tmp_path / "nope.log"]), lambda r: None)
+
+
+def test_with_a_drain_command_configured_each_node_to_drain_is_drained_once(xid_job: Path, tmp_path: Path) -> None:
+    drained = tmp_path / "drained"
+    drained.mkdir()
+    touch = "import pathlib, sys; pathlib.Path(sys.argv[1], sys.argv[2]).open('a').write('x')"
+    said: list[str] = []
+    clock = FakeClock()
+    options = WatchOptions(paths=[xid_job], idle_s=5, drain_exec=[sys.executable, "-c", touch, str(drained), "{node}"])
+    watch(options, lambda r: None, say=said.append, clock=clock, sleep=clock.sleep)
+    assert {p.name: p.read_text() for p in drained.iterdir()} == {"node02": "x"}  # root cause and final: once
+    assert len(said) == 1 and said[0].startswith("drain command ran: ")
