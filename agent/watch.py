@@ -43,10 +43,12 @@ class Watcher:
         self._files: dict[str, tuple[Attribution, YearTracker]] = {}
         self._reported: set[tuple[FailureClass, str | None]] = set()  # (class, place) reported; place None: no place
         self._strongest: dict[str, int] = {}  # the highest priority reported for each place
-        self.ending = False  # a line the rules know as the job's end was read
+        self.ending = False  # a line the rules know as the job's end was read, and no progress since
+        self._feeds = self._ending_feed = 0  # feeds so far, and the one that read the ending line
 
     def feed(self, file: str, base: int, data: bytes, now: float) -> list[RootCauseReport]:
         """The whole lines `data` of `file` (lines base+1 on), read at monotonic time `now`."""
+        self._feeds += 1
         where, years = self._file(file)
         years.learn(data)
         reports = self._hits(file, base, data, where, years.year)
@@ -85,7 +87,7 @@ class Watcher:
             no += data.count(b"\n", pos, line_start)
             pos = line_start
             if rule.stage is Stage.SHUTDOWN:
-                self.ending = True
+                self.ending, self._ending_feed = True, self._feeds
             if wanted:
                 ref = self.lines.ref(text, no + 1, where, file, year)
                 report = self._report(rule, ref)
@@ -135,4 +137,6 @@ class Watcher:
             ref = self.lines.once(text, base + data.count(b"\n", 0, start) + 1, where, file, year)
             point = read_point(ref)
             if point is not None and point.iteration is not None:
-                self.stalls.progress(file, rank, point.iteration, ref, now)
+                moved = self.stalls.progress(file, rank, point.iteration, ref, now)
+                if moved and self.ending and self._feeds > self._ending_feed:  # progress read after the end:
+                    self.ending = False  # the launcher restarted the workers (torchrun --max-restarts)

@@ -41,20 +41,23 @@ class StallWatch:
         self._last_lines: dict[str, tuple[int, str]] = {}  # each file's last line (number, text): whose ends differ
         self._reported = False  # this stall is reported; the next progress line re-arms it
 
-    def progress(self, file: str, rank: int | None, iteration: int, ref: LineRef, now: float) -> None:
-        """A progress line read at `now`; only a higher iteration than the printer's last counts as progress."""
+    def progress(self, file: str, rank: int | None, iteration: int, ref: LineRef, now: float) -> bool:
+        """A progress line read at `now`; whether it is progress: a higher iteration than the printer's last, or a
+        lower one, which is a restart from a checkpoint (the same iteration again is not)."""
         held = self._printers.get((file, rank))
-        if held is None:
-            self._printers[(file, rank)] = Printer(iteration, now, ref)
+        if held is None or iteration < held.iteration:
+            gaps = held.gaps if held is not None else deque(maxlen=GAPS_KEPT)  # a restart keeps the cadence
+            self._printers[(file, rank)] = Printer(iteration, now, ref, gaps)
             self._reported = False
-            return
-        if iteration <= held.iteration:
-            return
+            return True
+        if iteration == held.iteration:
+            return False
         gap = _seconds(held.ref.time, ref.time) or (now - held.at)
         if gap > 0:  # a backlog read at once arrives in no time: no interval to learn from
             held.gaps.append(gap)
         held.iteration, held.at, held.ref = iteration, now, ref
         self._reported = False
+        return True
 
     def last_line(self, file: str, line: int, text: str) -> None:
         self._last_lines[file] = (line, text)

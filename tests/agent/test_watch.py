@@ -98,3 +98,14 @@ def test_progress_lines_feed_the_stall_watch_with_their_iteration() -> None:
     assert (stall.nodes, stall.iteration, stall.evidence[0].line) == (["node00"], 2, 3)
     assert stall.why == "stopped first, at iteration 2 (others reached 3)"
     assert w.check_stall(now=20.0) is None  # once per stall
+
+
+def test_progress_read_after_a_terminal_line_is_a_restart_and_the_job_is_not_ending() -> None:
+    w = watcher(stall_after=1.0)
+    w.feed("node00.log", 0, block(iteration(40), TIMERS, iteration(41)), now=0.0)
+    w.feed("node00.log", 3, block(CHILD_FAILED), now=1.0)
+    assert w.ending
+    w.feed("node00.log", 4, block(iteration(21), TIMERS), now=2.0)  # torchrun restarted from the checkpoint at 20
+    assert not w.ending
+    stall = w.check_stall(now=5.0)
+    assert stall is not None and stall.iteration == 21

@@ -100,3 +100,13 @@ def test_when_nothing_tells_the_ranks_apart_the_first_is_named_with_its_last_lin
     assert stall is not None
     assert (stall.nodes, stall.why) == (["node00"], "every rank stopped at iteration 8 at once; none differs")
     assert [(e.line, e.text) for e in stall.evidence] == [(32, ref("node00.log", 8).text), (40, TIMERS)]
+
+
+def test_a_lower_iteration_is_a_restart_from_a_checkpoint_and_counts_as_progress() -> None:
+    watch = StallWatch(stall_after=30.0)
+    feed(watch, "node00.log", range(1, 41), now=0.0)
+    assert watch.progress("node00.log", None, 40, ref("node00.log", 40), 20.0) is False
+    assert watch.progress("node00.log", None, 21, ref("node00.log", 21), 25.0) is True
+    assert watch.check(50.0, shape) is None  # 25 s since the restart's first line
+    stall = watch.check(56.0, shape)
+    assert stall is not None and stall.iteration == 21

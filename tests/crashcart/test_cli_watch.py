@@ -138,3 +138,18 @@ def test_nothing_to_watch_is_one_line_naming_the_fix(cli, args: tuple[str, ...],
     code, out, err = cli("watch", *args)
     assert (code, out) == (2, "")
     assert err.startswith(f"crashcart: error: {message}") and len(err.splitlines()) == 1
+
+
+def test_text_for_people_shows_each_report_as_its_notice(cli, tmp_path: Path) -> None:
+    from crashcart.evals.generator import JobSpec, generate_job
+
+    generate_job(tmp_path, JobSpec(nodes=4, gpus_per_node=4, total_mb=0.5, scenario="ib_link", fault_node=3))
+    code, out, err = cli("watch", str(tmp_path / "logs"), "--idle", "0.5", "--format", "text")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "crashcart watch: root cause: network → drain_node_and_retry"
+    assert "  where: node03" in lines
+    assert (
+        "  drain (not run): scontrol update NodeName=node03 State=DRAIN Reason='crashcart: net.ib.async_event'" in lines
+    )
+    assert any(line.startswith("crashcart watch: job ended (no growth for") for line in lines)
