@@ -3,10 +3,10 @@
 A writer process (crashcart/evals/live.py) appends a generated job's lines (64 nodes by default, one file per node
 and a kernel log each) at a steady cadence sized so that --gb arrive in --minutes, then the xid79 fault and the
 teardown. `crashcart watch` follows the folder as a user runs it. Every --sample-s the watch process's RSS and CPU
-time (from /proc) and the bytes on disk are sampled. Reported: the samples, RSS after the warm-up (the first
-sample past 10% of the bytes) and at its highest and last, the growth between, how far behind the reading fell
-(bytes on disk minus bytes read are not visible from outside, so: whether the root cause came within 2 s of its
-line being written, and the final report), and the reports made.
+time (from /proc) and the bytes on disk are sampled while the job writes. Reported: the samples, RSS after the
+warm-up (the first sample past 10% of the bytes) and at its highest and last, the growth between, the watch's CPU
+time, how soon the root cause was read after its line was written, the reports made, and apart, the highest RSS
+of the final triage (crashcart.api.triage of every file, once the job has ended: the batch pipeline's memory).
 
     python benchmarks/soak_watch.py --minutes 10 --gb 1 --out soak.json
 """
@@ -14,6 +14,7 @@ line being written, and the final report), and the reports made.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -82,7 +83,8 @@ def soak(root: Path, minutes: float, gb: float, nodes: int, sample_s: float) -> 
         text=True,
     )
     reports: queue.Queue[tuple[float, str]] = queue.Queue()
-    threading.Thread(target=pump, args=(watch.stdout, reports), daemon=True).start()
+    reader = threading.Thread(target=pump, args=(watch.stdout, reports), daemon=True)
+    reader.start()
     deadline = time.monotonic() + 120
     while "crashcart: watching" not in err.read_text():
         if watch.poll() is not None or time.monotonic() > deadline:
@@ -92,24 +94,23 @@ def soak(root: Path, minutes: float, gb: float, nodes: int, sample_s: float) -> 
     writer_argv += ["--fault-node", str(spec.fault_node), "--iterations", str(iterations), "--pace", f"{pace:.6f}"]
     writer = subprocess.Popen(writer_argv, stdout=subprocess.PIPE, text=True)
     began, samples = time.monotonic(), []
-    while writer.poll() is None:
+    while True:
         time.sleep(sample_s)
+        if writer.poll() is not None:  # the job has ended: what follows is the final triage, measured apart
+            break
         rss, cpu = proc_usage(watch.pid)
-        samples.append(
-            {
-                "s": round(time.monotonic() - began, 1),
-                "rss_mb": round(rss, 1),
-                "cpu_s": round(cpu, 1),
-                "written_mb": round(on_disk(logs) / 1e6, 1),
-            }
-        )
+        sample = {"s": round(time.monotonic() - began, 1), "rss_mb": round(rss, 1), "cpu_s": round(cpu, 1)}
+        samples.append(sample | {"written_mb": round(on_disk(logs) / 1e6, 1)})
         print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
     assert writer.stdout is not None
     fault = json.loads(writer.stdout.readline())
-    got = []
-    while not got or json.loads(got[-1][1])["kind"] != "final":
-        got.append(reports.get(timeout=600))
-    watch.wait(timeout=60)
+    triage_rss = 0.0
+    while watch.poll() is None:  # the final report: crashcart.api.triage of every file, in the watch process
+        with contextlib.suppress(OSError, IndexError):  # it may end between the poll and the read
+            triage_rss = max(triage_rss, proc_usage(watch.pid)[0])
+        time.sleep(0.2)
+    reader.join(timeout=60)
+    got = [reports.get() for _ in range(reports.qsize())]
     root_cause = next(json.loads(line) | {"read": t} for t, line in got if json.loads(line)["kind"] == "root_cause")
     total = on_disk(logs)
     warm = next((s for s in samples if s["written_mb"] >= 0.1 * total / 1e6), samples[0])
@@ -126,6 +127,7 @@ def soak(root: Path, minutes: float, gb: float, nodes: int, sample_s: float) -> 
         "rss_last_mb": samples[-1]["rss_mb"],
         "rss_growth_after_warmup_mb": round(max(s["rss_mb"] for s in later) - warm["rss_mb"], 1),
         "watch_cpu_s": samples[-1]["cpu_s"],
+        "final_triage_rss_max_mb": round(triage_rss, 1),
         "root_cause_after_write_s": round(root_cause["read"] - fault["written"], 3),
         "root_cause_nodes": root_cause["nodes"],
         "reports": [json.loads(line)["kind"] for _, line in got],

@@ -56,7 +56,7 @@ def watch(
         WatchFormat, typer.Option("--format", "-f", help="json: one object per line; text: for people")
     ] = WatchFormat.json,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="also tell on stderr of files found, rotated or skipped")
+        bool, typer.Option("--verbose", "-v", help="also tell on stderr of files found, rotated or skipped, and each report as text")
     ] = False,
     notify: NotifyOpt = None,
     drain_exec: Annotated[
@@ -84,6 +84,8 @@ def watch(
     def emit(report: WatchReport) -> None:
         sys.stdout.write(_rendered(report, fmt) + "\n")
         sys.stdout.flush()
+        if verbose and fmt is WatchFormat.json:  # the JSON line for machines, its text for the person watching
+            print(_rendered(report, WatchFormat.text), file=sys.stderr, flush=True)
         if sender is not None:
             sender.submit(_send, report, urls)
 

@@ -77,7 +77,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 def test_an_xid_is_reported_within_two_seconds_of_being_written_with_its_node(tmp_path: Path, webhook) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
-    watch, out, _ = start_watch(logs, "--idle", "2", "--notify", webhook.url("json", "/hook"))
+    watch, out, err = start_watch(logs, "--idle", "2", "--notify", webhook.url("json", "/hook"))
     writer = start_writer(tmp_path, "--scenario", "xid79", "--fault-node", "2")
     try:
         assert writer.stdout is not None
@@ -93,6 +93,7 @@ def test_an_xid_is_reported_within_two_seconds_of_being_written_with_its_node(tm
         assert isinstance(final, FinalReport) and final.ended.endswith("after a terminal line")
         assert (final.failure_class, final.nodes) == (FailureClass.GPU_HARDWARE, ["node02"])
         assert watch.wait(timeout=WAIT_S) == 0
+        assert "crashcart watch: root cause: gpu_hardware → drain_node_and_retry" in err.read_text()  # -v
         titles = [post.body["title"] for post in webhook.wait(2)]
         assert titles[0].startswith("crashcart watch: root cause: gpu_hardware")
         assert titles[1].startswith("crashcart watch: job ended")
