@@ -29,7 +29,12 @@ class WatchFormat(str, Enum):
 
 def watch(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="log files or folders to follow (new files in a folder are picked up)")
+        list[Path] | None,
+        typer.Argument(
+            metavar="PATHS",
+            help="log files or folders to follow (new files in a folder are picked up); with --slurm, instead of "
+            "the job's own",
+        ),
     ] = None,
     slurm: Annotated[
         str | None, typer.Option("--slurm", metavar="JOBID", help="follow this Slurm job's logs until it ends")
@@ -56,7 +61,10 @@ def watch(
         WatchFormat, typer.Option("--format", "-f", help="json: one object per line; text: for people")
     ] = WatchFormat.json,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="also tell on stderr of files found, rotated or skipped, and each report as text")
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="also tell on stderr of files found, rotated or skipped, and each report as text"
+        ),
     ] = False,
     notify: NotifyOpt = None,
     drain_exec: Annotated[

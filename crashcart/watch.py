@@ -82,7 +82,8 @@ class _Loop:
                     notes(Note(str(path), "watching"))
             self.state = slurm_job_state(job, runner=self.runner)
             return f"slurm state {self.state}" if job_ended(self.state) else None
-        idle = now - self.follower.last_growth
+        grew = self.follower.last_growth
+        idle = now - grew if grew is not None else 0.0
         if self.watcher.ending and idle >= self.options.idle_s:
             return f"no growth for {idle:.0f}s after a terminal line"
         return None

@@ -72,7 +72,7 @@ class Follower:
         self.paths = list(paths)
         self._files: dict[tuple[int, int], _Followed] = {}
         self._by_path: dict[Path, tuple[int, int]] = {}
-        self.last_growth = time.monotonic()
+        self.last_growth: float | None = None  # when a file last grew (monotonic); the first poll's time at first
 
     @property
     def files(self) -> int:
@@ -81,6 +81,8 @@ class Follower:
     def poll(self, now: float | None = None) -> tuple[list[Chunk], list[Note]]:
         """Read what every file gained since the last poll; lines are cut at the last newline of each file."""
         now = time.monotonic() if now is None else now
+        if self.last_growth is None:
+            self.last_growth = now
         chunks: list[Chunk] = []
         notes: list[Note] = []
         found = list(self._stats())
