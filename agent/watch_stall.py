@@ -20,6 +20,7 @@ from crashcart.knowledge.records import LineRef
 MIN_STALL_S = 300.0  # five minutes: a checkpoint save or an evaluation pause is no stall
 STALL_CADENCES = 10  # ... nor is anything shorter than ten of the job's own intervals
 GAPS_KEPT = 32  # intervals kept per printer for its cadence
+MAX_PRINTERS = 1 << 16  # printers (and files' last lines) kept: a week of rotated file names stays bounded
 
 
 @dataclass(slots=True)
@@ -40,6 +41,7 @@ class StallWatch:
         self._printers: dict[tuple[str, int | None], Printer] = {}
         self._last_lines: dict[str, tuple[int, str]] = {}  # each file's last line (number, text): whose ends differ
         self._reported = False  # this stall is reported; the next progress line re-arms it
+        self._latest = float("-inf")  # when the last progress line of any printer arrived
 
     def progress(self, file: str, rank: int | None, iteration: int, ref: LineRef, now: float) -> bool:
         """A progress line read at `now`; whether it is progress: a higher iteration than the printer's last, or a
@@ -47,8 +49,10 @@ class StallWatch:
         held = self._printers.get((file, rank))
         if held is None or iteration < held.iteration:
             gaps = held.gaps if held is not None else deque(maxlen=GAPS_KEPT)  # a restart keeps the cadence
+            if held is None and len(self._printers) >= MAX_PRINTERS:  # rotated-away names: the stalest goes
+                del self._printers[min(self._printers, key=lambda k: self._printers[k].at)]
             self._printers[(file, rank)] = Printer(iteration, now, ref, gaps)
-            self._reported = False
+            self._moved(now)
             return True
         if iteration == held.iteration:
             return False
@@ -56,10 +60,17 @@ class StallWatch:
         if gap > 0:  # a backlog read at once arrives in no time: no interval to learn from
             held.gaps.append(gap)
         held.iteration, held.at, held.ref = iteration, now, ref
-        self._reported = False
+        self._moved(now)
         return True
 
+    def _moved(self, now: float) -> None:
+        """A printer made progress at `now`: the stall, if one was reported, is over."""
+        self._latest = max(self._latest, now)
+        self._reported = False
+
     def last_line(self, file: str, line: int, text: str) -> None:
+        if file not in self._last_lines and len(self._last_lines) >= MAX_PRINTERS:
+            del self._last_lines[next(iter(self._last_lines))]  # the file first seen longest ago
         self._last_lines[file] = (line, text)
 
     def threshold(self) -> float:
@@ -71,10 +82,11 @@ class StallWatch:
 
     def check(self, now: float, shape: Callable[[str], int]) -> StallReport | None:
         """The stall, once, when no printer has made progress for the threshold; `shape` templates a line."""
-        if self._reported or not self._printers:
+        latest = self._latest
+        floor = self.stall_after if self.stall_after is not None else MIN_STALL_S
+        if self._reported or not self._printers or now - latest < floor:  # asked every poll: cheap until then
             return None
         threshold = self.threshold()
-        latest = max(p.at for p in self._printers.values())
         if now - latest < threshold:
             return None
         self._reported = True

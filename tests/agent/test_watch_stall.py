@@ -110,3 +110,16 @@ def test_a_lower_iteration_is_a_restart_from_a_checkpoint_and_counts_as_progress
     assert watch.check(50.0, shape) is None  # 25 s since the restart's first line
     stall = watch.check(56.0, shape)
     assert stall is not None and stall.iteration == 21
+
+
+def test_printers_are_bounded_and_the_stalest_goes_first(monkeypatch) -> None:
+    from crashcart.agent import watch_stall
+
+    monkeypatch.setattr(watch_stall, "MAX_PRINTERS", 2)
+    watch = StallWatch(stall_after=10.0)
+    feed(watch, "train.log.2", range(1, 5), now=0.0)  # rotated away long ago
+    feed(watch, "train.log.1", range(5, 9), now=100.0)
+    feed(watch, "train.log", range(9, 12), now=200.0)
+    stall = watch.check(211.0, shape)
+    assert stall is not None
+    assert (stall.evidence[0].file, stall.why) == ("train.log.1", "stopped first, at iteration 8 (others reached 11)")
