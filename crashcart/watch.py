@@ -105,6 +105,8 @@ def watch(
     if not options.paths and options.slurm_job is None:
         raise InputError("nothing to watch: give log files or folders, or --slurm JOBID")
     for path in options.paths:
+        if str(path) == "-":
+            raise InputError("watch follows files, not standard input: give the log files or their folder")
         if not path.exists():
             raise InputError(f"no such file or folder: {path}; watch a folder to follow files not yet written")
     drainer = Drainer(options.drain_exec, say or (lambda text: None), runner) if options.drain_exec else None

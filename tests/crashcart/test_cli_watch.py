@@ -132,6 +132,7 @@ def test_a_job_whose_ranks_all_stop_is_reported_stalled_naming_the_node_that_sto
     [
         ((), "nothing to watch: give log files or folders, or --slurm JOBID"),
         (("no-such-folder",), "no such file or folder: no-such-folder; watch a folder"),
+        (("-",), "watch follows files, not standard input: give the log files or their folder"),
         ((".", "--drain-exec", "scontrol update State=DRAIN"), "--drain-exec must hold {node}"),
     ],
 )
