@@ -10,6 +10,7 @@ path in the message, never from the file name.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 
 from crashcart.agent.event_kinds import Signal
@@ -49,3 +50,9 @@ def _traceback_at(event: Signal, scans: Sequence[FileScan]) -> Traceback | None:
             if any(e.ref.line == event.line for e in tb.chain):
                 return tb
     return None
+
+
+def drain_command(node: str, reason: str) -> str:
+    """The Slurm command that takes a node out of service, quoted for a shell: printed for an operator to run,
+    never run by crashcart (the node's name comes from a log)."""
+    return f"scontrol update NodeName={shlex.quote(node)} State=DRAIN Reason={shlex.quote(reason)}"

@@ -21,6 +21,7 @@ from crashcart.cli_help import install as install_help
 from crashcart.cli_mcp import mcp
 from crashcart.cli_outcome import FailOnOpt, NotifyOpt, finish, notify_urls
 from crashcart.cli_rules import rules_app
+from crashcart.cli_watch import watch
 from crashcart.fail_on import EXIT_CODES, parse_fail_on
 from crashcart.knowledge.errors import CrashcartError
 from crashcart.printable import printable, printable_name
@@ -66,6 +67,7 @@ app.command("batch", epilog=EXIT_CODES)(batch)
 app.command("bot")(bot)
 app.command("generate")(generate)
 app.command("mcp")(mcp)
+app.command("watch")(watch)
 
 
 class Format(str, Enum):

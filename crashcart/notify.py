@@ -15,8 +15,9 @@ from typing import Literal
 
 from crashcart.agent.outbound import clip
 from crashcart.agent.report import Report
+from crashcart.agent.watch_reports import FinalReport, RootCauseReport, StallReport
 from crashcart.batch.summary import BatchSummary
-from crashcart.knowledge.records import Strict
+from crashcart.knowledge.records import LineRef, Strict
 from crashcart.knowledge.taxonomy import FailureClass
 from crashcart.printable import counted, printable
 from crashcart.render import where
@@ -98,6 +99,30 @@ def batch_notice(summary: BatchSummary) -> Notice:
 def notice_for(result: Report | BatchSummary) -> Notice:
     """A job's notice or a batch's."""
     return triage_notice(result) if isinstance(result, Report) else batch_notice(result)
+
+
+def watch_notice(report: RootCauseReport | StallReport | FinalReport) -> Notice:
+    """A `crashcart watch` report as a notice: its kind, class and action, where, and its first evidence line."""
+    evidence: Sequence[LineRef]
+    drains: list[str]
+    place = ", ".join(report.nodes) or (f"rank {report.rank}" if report.rank is not None else "-")
+    if isinstance(report, FinalReport):
+        head, lines = f"job ended ({report.ended})", [_line(report.summary)]
+        evidence, drains = report.diagnosis.evidence[:1], report.drain
+    elif isinstance(report, StallReport):
+        head, lines = f"stalled {report.stalled_s:.0f}s", [_line(f"{place}: {report.why}")]
+        evidence, drains = report.evidence[:1], []
+    else:
+        head, lines = "root cause", [_line(report.explanation)]
+        evidence, drains = report.evidence[:1], [report.drain] if report.drain else []
+    lines.append(_line(f"where: {place}"))
+    lines += [_line(f"evidence: {ev.file}:{ev.line}: {ev.text}") for ev in evidence]
+    lines += [_line(f"drain (not run): {command}") for command in drains]
+    return Notice(
+        title=f"crashcart watch: {head}: {report.failure_class.value} → {report.action.value}",
+        body="\n".join(lines),
+        kind="failure" if not isinstance(report, StallReport) else "warning",
+    )
 
 
 def send(notice: Notice, urls: Sequence[str], timeout_s: float = TIMEOUT_S) -> list[NotifyFailure]:

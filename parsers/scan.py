@@ -112,15 +112,26 @@ class LineReader:
         """A LineRef with node/rank from the line itself (`own`, when the caller read it already), falling back to
         the file's name; `year` dates the stamps that carry none (glog, syslog)."""
         own = own if own is not None else self.owner(text)
-        fields = {
-            "file": file,
-            "line": line_no,
-            "text": text[:MAX_TEXT],
-            "node": own.node or where.node,
-            "rank": own.rank if own.rank is not None else where.rank,
-            "time": self.time(text, year),
-        }
-        return trusted(LineRef, fields)  # typed as the record's fields are: made per line, never validated
+        return _line_ref(text, line_no, where, file, own, self.time(text, year))
+
+    def once(self, text: str, line_no: int, where: Attribution, file: str, year: int | None) -> LineRef:
+        """A LineRef for a line whose text will not come again (a progress line of a log being followed: its
+        numbers change every time), read afresh and not remembered, so it takes no room from the lines that do."""
+        return _line_ref(text, line_no, where, file, attribute_line(text), parse_timestamp(text, year))
+
+
+def _line_ref(
+    text: str, line_no: int, where: Attribution, file: str, own: Attribution, stamp: datetime | None
+) -> LineRef:
+    fields = {
+        "file": file,
+        "line": line_no,
+        "text": text[:MAX_TEXT],
+        "node": own.node or where.node,
+        "rank": own.rank if own.rank is not None else where.rank,
+        "time": stamp,
+    }
+    return trusted(LineRef, fields)  # typed as the record's fields are: made per line, never validated
 
 
 def _remember(memo: dict[Any, Any], key: object, value: object, text: str) -> None:

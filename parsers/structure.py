@@ -67,6 +67,24 @@ def _compile(patterns: list[str]) -> hyperscan.Database:
     return db
 
 
+class ProgressFinder:
+    """The starts of every progress line of a block, in one Hyperscan pass of the progress pattern: for a reader
+    of logs as they grow (agent/watch.py), which needs each new progress line, not a finished file's tail."""
+
+    def __init__(self) -> None:
+        self._db = _database("progress")
+        self._scratch = hyperscan.Scratch(self._db)
+
+    def starts(self, block: bytes) -> list[int]:
+        found: list[int] = []
+
+        def on_progress(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            found.append(block.rfind(b"\n", 0, to) + 1 if to else 0)
+
+        self._db.scan(block, match_event_handler=on_progress, scratch=self._scratch)
+        return found
+
+
 class Structures(NamedTuple):
     tracebacks: list[Traceback]
     stacks: list[StackDump]

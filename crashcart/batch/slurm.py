@@ -20,10 +20,12 @@ from crashcart.knowledge.errors import InputError
 __all__ = [
     "DEFAULT_STATES",
     "SacctRow",
+    "job_ended",
     "job_log_paths",
     "parse_sacct",
     "parse_scontrol",
     "slurm_job_logs",
+    "slurm_job_state",
     "slurm_jobs",
     "tres_gpus",
 ]
@@ -43,6 +45,24 @@ STATE_ALIASES = {
     "TO": "TIMEOUT",
 }
 TIMEOUT_S = 120
+# The states of a job that has not ended (squeue(1)'s JOB STATE CODES); any other state is final.
+ACTIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+    }
+)
 Runner = Callable[..., subprocess.CompletedProcess]
 _SCONTROL_FIELD = re.compile(r"(\w[\w:/]*)=(.*?)(?=\s+\w[\w:/]*=|\s*$)")
 
@@ -94,6 +114,26 @@ def slurm_job_logs(
     row = rows[-1]
     live = _scontrol_jobs(scontrol, runner, row.job_id_raw or job_id)
     return job_log_paths(row, live.get(row.job_id_raw), _script_loader(sacct, runner))
+
+
+def slurm_job_state(
+    job_id: str, *, sacct: str = "sacct", scontrol: str = "scontrol", runner: Runner = subprocess.run
+) -> str:
+    """The job's state now (`RUNNING`, `FAILED` ...): slurmctld's, which is live, else accounting's once the
+    controller has forgotten the job (MinJobAge); an InputError when neither knows it."""
+    live = _scontrol_jobs(scontrol, runner, job_id).get(job_id)
+    if live and live.get("JobState"):
+        return live["JobState"].split(" ")[0]
+    argv = [sacct, "--parsable2", "--noheader", "--allocations", "--jobs", job_id, "--format", ",".join(SACCT_FIELDS)]
+    rows = [r for r in parse_sacct(_call(argv, runner, "sacct")) if job_id in (r.job_id, r.job_id_raw)]
+    if not rows:
+        raise InputError(f"job {job_id} not found in Slurm: check the id with `sacct -j {job_id}`")
+    return rows[-1].state
+
+
+def job_ended(state: str) -> bool:
+    """Whether a job in this state is over (COMPLETED, FAILED, NODE_FAIL, CANCELLED, TIMEOUT ...)."""
+    return state.upper() not in ACTIVE_STATES
 
 
 def job_log_paths(

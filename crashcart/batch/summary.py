@@ -7,12 +7,12 @@ So every figure here comes as jobs and as GPU-hours (GPUs allocated x elapsed ti
 
 from __future__ import annotations
 
-import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
+from crashcart.agent.actions import drain_command
 from crashcart.batch.models import BatchResult
 from crashcart.knowledge.records import Strict, is_host
 from crashcart.knowledge.taxonomy import INFRA_CLASSES, FailureClass
@@ -221,5 +221,5 @@ def _offender(node: str, rs: Sequence[BatchResult]) -> Offender:
         job_ids=sorted(r.job.job_id for r in rs),
         classes=classes,
         gpu_hours=round(_hours(rs), 3),
-        drain=f"scontrol update NodeName={shlex.quote(node)} State=DRAIN Reason={shlex.quote(reason)}",
+        drain=drain_command(node, reason),
     )

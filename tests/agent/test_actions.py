@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crashcart.agent.actions import FULL_CACHE_STEP
+from crashcart.agent.actions import FULL_CACHE_STEP, drain_command
 from crashcart.api import triage
 from crashcart.knowledge.taxonomy import Action, FailureClass
 
@@ -53,3 +53,11 @@ def test_a_checkpoint_that_fills_the_disk_stays_with_the_storage_team(tmp_path: 
     diagnosis = _triage(tmp_path, CHECKPOINT)
     assert (diagnosis.failure_class, diagnosis.action) == (FailureClass.STORAGE, Action.ESCALATE_INFRA)
     assert FULL_CACHE_STEP not in diagnosis.mitigation
+
+
+def test_a_drain_command_quotes_what_came_from_a_log() -> None:
+    assert drain_command("node02", "crashcart: gpu_hardware") == (
+        "scontrol update NodeName=node02 State=DRAIN Reason='crashcart: gpu_hardware'"
+    )
+    # a host name is read off a log line: whatever it holds stays one word for the shell
+    assert drain_command("n1;reboot", "why") == "scontrol update NodeName='n1;reboot' State=DRAIN Reason=why"

@@ -15,7 +15,14 @@ import pytest
 
 from crashcart.batch.hostlist import expand_hostlist
 from crashcart.batch.sacct import SacctRow, parse_sacct, tres_gpus
-from crashcart.batch.slurm import job_log_paths, parse_scontrol, slurm_job_logs, slurm_jobs
+from crashcart.batch.slurm import (
+    job_ended,
+    job_log_paths,
+    parse_scontrol,
+    slurm_job_logs,
+    slurm_job_state,
+    slurm_jobs,
+)
 from crashcart.batch.slurm_paths import (
     comment_paths,
     derived_paths,
@@ -410,3 +417,38 @@ def test_sacct_hanging() -> None:
 def test_a_real_missing_binary_is_reported(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="sacct not found"):
         slurm_jobs(sacct=str(tmp_path / "no-sacct-here"))
+
+
+# -- slurm_job_state: `crashcart watch --slurm` asks it until the job is over ----------------------------------
+
+
+def test_the_job_state_comes_from_scontrol_while_slurmctld_holds_the_job(tmp_path: Path) -> None:
+    replay = Replay(tmp_path, scontrol="scontrol_show_job.txt")
+    assert slurm_job_state("17039281", runner=replay) == "COMPLETING"  # recorded: past its time limit, ending
+    assert [argv[0] for argv in replay.calls] == ["scontrol"]
+
+
+def test_the_job_state_comes_from_sacct_once_scontrol_has_forgotten_it(tmp_path: Path) -> None:
+    replay = Replay(tmp_path)  # no scontrol: as for a job past MinJobAge
+    assert slurm_job_state("17039282", runner=replay) == "FAILED"
+    with pytest.raises(InputError, match=r"job 999 not found in Slurm: check the id with `sacct -j 999`"):
+        slurm_job_state("999", runner=replay)
+
+
+@pytest.mark.parametrize(
+    ("state", "ended"),
+    [
+        ("RUNNING", False),
+        ("PENDING", False),
+        ("COMPLETING", False),
+        ("REQUEUED", False),
+        ("COMPLETED", True),
+        ("FAILED", True),
+        ("NODE_FAIL", True),
+        ("CANCELLED", True),
+        ("TIMEOUT", True),
+        ("OUT_OF_MEMORY", True),
+    ],
+)
+def test_which_states_are_over(state: str, ended: bool) -> None:
+    assert job_ended(state) is ended

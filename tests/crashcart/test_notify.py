@@ -3,6 +3,7 @@ JSON webhook, Slack's webhook payload, a receiver that is down, a URL Apprise do
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,31 @@ def test_a_batch_notice_holds_the_summary_tables_key_figures(report: Report) -> 
     assert lines[1] == "infrastructure: 2 jobs (67%), 128.0 GPU-hours (94%)"
     assert lines[2].startswith("jobs (GPU-hours) by class: ") and "code_bug 1 (8.0 h)" in lines[2]
     assert lines[3] == "repeat-offender nodes (drain): node07 (2 jobs)"
+
+
+def test_a_watch_report_is_a_notice_with_its_kind_place_evidence_and_drain(report: Report) -> None:
+    from crashcart.agent.watch_reports import RootCauseReport
+    from crashcart.notify import watch_notice
+    from crashcart.watch import final_report
+
+    first = report.diagnosis.evidence[0]
+    root = RootCauseReport(
+        time=datetime.now(UTC),
+        failure_class=report.diagnosis.failure_class,
+        action=report.diagnosis.action,
+        rule_id=first.rule_id or "",
+        explanation="Xid 79, the GPU fell off the PCIe bus.",
+        nodes=report.diagnosis.faulty_nodes,
+        drain="scontrol update NodeName=node07 State=DRAIN Reason=x",
+        evidence=[first],
+    )
+    notice = watch_notice(root)
+    assert notice.title == "crashcart watch: root cause: gpu_hardware → drain_node_and_retry"
+    assert notice.body.splitlines()[1:] == [
+        f"where: {', '.join(report.diagnosis.faulty_nodes)}",
+        f"evidence: {first.file}:{first.line}: {first.text}"[:300],
+        "drain (not run): scontrol update NodeName=node07 State=DRAIN Reason=x",
+    ]
+    final = watch_notice(final_report(report, "slurm state FAILED"))
+    assert final.title == "crashcart watch: job ended (slurm state FAILED): gpu_hardware → drain_node_and_retry"
+    assert final.kind == "failure" and report.diagnosis.summary[:50] in final.body

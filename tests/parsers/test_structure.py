@@ -7,6 +7,7 @@ from crashcart.parsers.structure import (
     LATE_HEADERS_PER_BLOCK,
     MAX_TRACEBACKS,
     PARSE_BUDGET,
+    ProgressFinder,
     StructureReader,
     Structures,
     merge_structures,
@@ -185,3 +186,12 @@ def test_the_chain_head_is_kept_when_the_excerpt_ends_before_the_next_exception(
     (first,) = tb.chain
     assert (first.exc_type, first.message, first.ref.line) == ("OSError", "[Errno 5] Input/output error", 1)
     assert [f.function for f in tb.unfinished] == ["main", "fit"]
+
+
+def test_the_progress_finder_gives_the_start_of_every_progress_line_of_a_block() -> None:
+    block = "\n".join([UNRELATED, PROGRESS, UNRELATED, PROGRESS, PROGRESS]).encode() + b"\n"
+    starts = ProgressFinder().starts(block)
+    lines = block.split(b"\n")
+    offsets = [sum(len(line) + 1 for line in lines[:i]) for i in (1, 3, 4)]
+    assert sorted(starts) == offsets
+    assert ProgressFinder().starts(UNRELATED.encode()) == []
