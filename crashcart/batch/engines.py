@@ -1,0 +1,156 @@
+"""Where a batch's triage runs when it is not this machine's process pool: a Dask cluster (`--engine dask`).
+
+The driver keeps every decision: which jobs to triage (their logs keys), storing each result, the summary. An
+engine only runs runner.triage_one over the todo list and hands each result back as it lands, in the shape of
+runner.triage_jobs. What a task ships is small: the BatchJob (log paths and metadata, never log contents: a worker
+reads the logs where they live, on the file system the cluster shares), the logs key and the stores' paths. Each
+worker process opens the stores once, for as long as it triages for a batch with those paths. A result comes back
+as a plain dict (model_dump), validated on the driver: benchmarks/bench_engines.py measured it cheaper to send.
+
+A job that raises is an `error` result (triage_one's own). A job whose worker dies (the scheduler gives up on it
+after its allowed failures, as KilledWorker) is triaged again alone once the others are done, as the local pool
+does, so only the job that kills its worker again is marked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Generator, Sequence
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from crashcart.batch.models import BatchJob, BatchResult
+from crashcart.batch.runner import Progress, TriageFn, describe, died, init_worker, triage_one
+from crashcart.knowledge.errors import InputError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+DASK_ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"  # Dask's own convention for the scheduler a client joins
+DASK_EXTRA = "pip install 'crashcart[dask]'"
+CONNECT_TIMEOUT_S = 30  # how long a client keeps trying a scheduler that does not answer
+
+
+class Engine(Protocol):
+    """Runs triage_one over (job, logs key) pairs somewhere, yielding each result as it completes."""
+
+    def triage(
+        self, todo: Sequence[tuple[BatchJob, str]], init: tuple[Any, ...], progress: Progress | None
+    ) -> Generator[BatchResult]: ...
+
+
+class DaskEngine:
+    """Triage on a Dask cluster: the scheduler at `address` (else $DASK_SCHEDULER_ADDRESS), or with neither a
+    local cluster of `workers` processes (default: CPUs) that ends with the engine. Joined (or started) on the
+    first job to triage, so a rerun that reuses every result starts nothing. The workers must have crashcart
+    installed and see the logs at the same paths. `fn` exists for tests (it must be importable on the workers).
+    """
+
+    def __init__(self, address: str | None = None, workers: int | None = None, *, fn: TriageFn = triage_one) -> None:
+        try:
+            import distributed  # noqa: F401  (here, so a missing extra is said before any work)
+        except ImportError:
+            raise InputError(f"--engine dask needs Dask, which is not installed: {DASK_EXTRA}") from None
+        self._address = address or os.environ.get(DASK_ADDRESS_ENV) or None
+        self._workers, self._fn = workers, fn
+        self._client: Client | None = None
+        self._stack = ExitStack()
+
+    def __enter__(self) -> DaskEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _connect(self) -> Client:
+        from distributed import Client, LocalCluster
+
+        if self._client is not None:
+            return self._client
+        if self._address is None:
+            # One thread per worker: triage is CPU-bound Python, and a worker's stores are opened per process.
+            cluster = LocalCluster(
+                n_workers=self._workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address="127.0.0.1:0",  # its HTTP server on a free port, this machine only
+                silence_logs=logging.CRITICAL,  # a worker killed by a job is the batch's to report
+            )
+            self._client = self._stack.enter_context(Client(self._stack.enter_context(cluster)))
+            return self._client
+        try:
+            self._client = self._stack.enter_context(Client(self._address, timeout=CONNECT_TIMEOUT_S))
+        except (OSError, ValueError) as exc:  # refused, timed out, or not an address
+            raise InputError(f"cannot reach the Dask scheduler at {self._address}: {exc}; fix --address") from None
+        return self._client
+
+    def triage(
+        self, todo: Sequence[tuple[BatchJob, str]], init: tuple[Any, ...], progress: Progress | None
+    ) -> Generator[BatchResult]:
+        from distributed import as_completed
+
+        total, count, killers = len(todo), 0, []
+        if progress:
+            progress(0, total)
+        if not todo:
+            return
+        client = self._connect()
+        batch = uuid.uuid4().hex[:12]  # task keys unique to this batch: a cluster may serve several
+        futures = {
+            self._submit(job, key, init, f"crashcart-triage-{batch}-{i}"): (job, key)
+            for i, (job, key) in enumerate(todo)
+        }
+        try:
+            for fut in as_completed(futures):
+                result = self._result(fut, *futures[fut])
+                if result is None:
+                    killers.append(futures[fut])
+                    continue
+                count += 1
+                if progress:
+                    progress(count, total)
+                yield result
+            for i, (job, key) in enumerate(killers):  # alone, so a worker it kills takes no other job with it
+                result = self._result(self._submit(job, key, init, f"crashcart-alone-{batch}-{i}"), job, key)
+                count += 1
+                if progress:
+                    progress(count, total)
+                yield result or died(job, key)
+        finally:
+            client.cancel(list(futures))  # a batch stopped early (a run-wide error) leaves nothing queued
+
+    def _submit(self, job: BatchJob, key: str, init: tuple[Any, ...], name: str) -> Any:
+        assert self._client is not None
+        return self._client.submit(_on_worker, self._fn, job, key, init, key=name, pure=False)
+
+    @staticmethod
+    def _result(fut: Any, job: BatchJob, key: str) -> BatchResult | None:
+        """The task's result; None when its worker died under it (the scheduler's KilledWorker)."""
+        from distributed.scheduler import KilledWorker
+
+        try:
+            return BatchResult.model_validate(fut.result())
+        except KilledWorker:
+            return None
+        except Exception as exc:  # it could not run or come back (e.g. crashcart is missing on the worker)
+            return BatchResult(job=job, status="error", logs_key=key, error=describe(exc), triaged_at=datetime.now(UTC))
+
+
+# -- inside a worker process ---------------------------------------------------------------------------------
+
+_TASK_LOCK = threading.Lock()  # one triage at a time per process: the opened stores are the process's
+_OPENED: dict[str, tuple[Any, ...]] = {}  # "init": the store paths the process has open now
+
+
+def _on_worker(fn: TriageFn, job: BatchJob, key: str, init: tuple[Any, ...]) -> dict[str, Any]:
+    """One job on a Dask worker: the stores opened once per process for these paths, then runner's triage."""
+    with _TASK_LOCK:
+        if _OPENED.get("init") != init:
+            init_worker(*init)
+            _OPENED["init"] = init
+        result = fn(job, key)
+    return {**result.model_dump(), "run_wide": result.run_wide}  # run_wide is never written out, but travels
