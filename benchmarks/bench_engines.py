@@ -3,11 +3,13 @@
 For each engine (issue 16's three figures, then throughput):
 
 1. install size: a fresh venv, `pip install` of the engine's pinned wheels, the growth of its site-packages;
-2. start-up: a local cluster of --workers processes until it has run one trivial task, median of --runs;
+2. start-up: a local cluster of --workers processes until it has run one trivial task;
 3. throughput: --jobs generated jobs (benchmarks/bench_batch.py's mix, small by default: the per-job overhead is
-   what differs) triaged through crashcart.batch.runner.run_batch, a fresh result store each run, median of
-   --runs wall times, as jobs/min; the cluster is started before the clock (start-up is figure 2).
-   The local pool is the same run without an engine. Every engine must give the same classes and nodes.
+   what differs) triaged through crashcart.batch.runner.run_batch into a fresh result store, as jobs/min from
+   the median of --runs wall times; the cluster is started before the clock (start-up is figure 2). The local
+   pool is the same run without an engine (its workers start inside the clock, as in every batch). Each round
+   runs every engine once, in a process of its own, so the load of a shared machine drifts over all alike;
+   each engine must give the same classes and nodes.
 4. payload: what one real BatchResult costs to send back: pickled as the model, or as model_dump's dict that the
    driver validates.
 
@@ -122,80 +124,91 @@ class _RayEngine:
         import ray
 
         from crashcart.batch.engines import _on_worker
-        from crashcart.batch.models import BatchResult
         from crashcart.batch.runner import triage_one
 
         task = ray.remote(num_cpus=1)(_on_worker)
         pending = [task.remote(triage_one, job, key, init) for job, key in todo]
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
-            yield BatchResult.model_validate(ray.get(ready[0]))
+            yield ray.get(ready[0])
 
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
+    """One round of one engine: start its cluster (timed), triage every job once (timed), stop it."""
     from crashcart.batch.results import ResultStore
     from crashcart.batch.runner import run_batch
     from crashcart.batch.tree import discover_jobs
 
-    startup = []
-    for _ in range(args.runs):
-        cluster = _Cluster(args.child, args.workers)
-        began = time.perf_counter()
-        cluster.start()
-        startup.append(time.perf_counter() - began)
-        cluster.stop()
     jobs = discover_jobs(args.root)
     cluster = _Cluster(args.child, args.workers)
+    began = time.perf_counter()
     cluster.start()
-    walls, answers = [], None
+    startup = time.perf_counter() - began
     try:
-        for run in range(args.runs):
-            with tempfile.TemporaryDirectory() as tmp, ResultStore(Path(tmp) / "b.db") as store:
-                began = time.perf_counter()
-                results = run_batch(jobs, results=store, workers=args.workers, engine=cluster.engine)
-                walls.append(time.perf_counter() - began)
-            got = {
-                r.job.job_id: (
-                    r.status,
-                    r.diagnosis and r.diagnosis.failure_class.value,
-                    r.diagnosis and r.diagnosis.faulty_nodes,
-                )
-                for r in results
-            }
-            answers = answers or got
-            assert got == answers, f"run {run} differs from the first"
+        with tempfile.TemporaryDirectory() as tmp, ResultStore(Path(tmp) / "b.db") as store:
+            began = time.perf_counter()
+            results = run_batch(jobs, results=store, workers=args.workers, engine=cluster.engine)
+            wall = time.perf_counter() - began
     finally:
         cluster.stop()
-    wall = statistics.median(walls)
     return {
-        "startup_s": None if args.child == "local" else round(statistics.median(startup), 2),
-        "wall_s": [round(w, 2) for w in walls],
-        "jobs_per_min": round(len(jobs) / wall * 60, 1),
-        "answers": {k: list(v) for k, v in answers.items()} if answers else {},
+        "startup_s": startup,
+        "wall_s": wall,
+        "triage_s_summed": sum(r.seconds for r in results),
+        "load_1min": os.getloadavg()[0],
+        "answers": {
+            r.job.job_id: [
+                r.status,
+                r.diagnosis and r.diagnosis.failure_class.value,
+                r.diagnosis and r.diagnosis.faulty_nodes,
+            ]
+            for r in results
+        },
     }
 
 
 def run_child(python: str, kind: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [python, __file__, "--child", kind, "--root", str(root), "--runs", str(args.runs)]
-    cmd += ["--workers", str(args.workers)]
+    cmd = [python, __file__, "--child", kind, "--root", str(root), "--workers", str(args.workers)]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "XDG_DATA_HOME": str(root / ".x")})
     if done.returncode != 0:
-        return {"error": done.stderr[-1500:]}
+        raise SystemExit(f"{kind}: {done.stderr[-1500:]}")
     return json.loads(done.stdout)
+
+
+def rounds(engines: dict[str, str], root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """--runs rounds, each engine once a round: on a shared machine the load drifts, and so hits them alike."""
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in engines}
+    for _ in range(args.runs):
+        for kind, python in engines.items():
+            runs[kind].append(run_child(python, kind, root, args))
+    out: dict[str, Any] = {}
+    for kind, got in runs.items():
+        wall = statistics.median(r["wall_s"] for r in got)
+        out[kind] = {
+            "startup_s": None if kind == "local" else round(statistics.median(r["startup_s"] for r in got), 2),
+            "wall_s": [round(r["wall_s"], 2) for r in got],
+            "jobs_per_min": round(args.jobs / wall * 60, 1),
+            # The jobs' own triage seconds, summed: the part of the wall time that is not the engine's.
+            "triage_s_summed": [round(r["triage_s_summed"], 1) for r in got],
+            "load_1min": [round(r["load_1min"], 1) for r in got],
+            "answers_agree": all(r["answers"] == got[0]["answers"] for r in got),
+            "answers": got[0]["answers"],
+        }
+    return out
 
 
 # -- 4. payload ---------------------------------------------------------------------------------------------
 
 
 def payload(root: Path) -> dict[str, Any]:
-    """One real result (the tree's first ok job), sent back 2000 times each way: pickle vs dump + validate."""
+    """One real result (the tree's first ok job), sent back 10000 times each way: pickle vs dump + validate."""
     from crashcart.batch.models import BatchResult
     from crashcart.batch.runner import logs_key, stat_logs, triage_one
     from crashcart.batch.tree import discover_jobs
 
     job = next(j for j in discover_jobs(root) if j.log_paths)
     result = triage_one(job, logs_key(stat_logs(job.log_paths)))
-    n = 2000
+    n = 10000
 
     def timed(send: Any, receive: Any) -> tuple[float, int]:
         began = time.perf_counter()
@@ -231,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         engines = {"local": sys.executable, "dask": sys.executable}
         if args.ray_python:
             engines["ray"] = args.ray_python
-        out["engines"] = {kind: run_child(python, kind, root, args) for kind, python in engines.items()}
+        out["engines"] = rounds(engines, root, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     answers = [e.pop("answers", None) for e in out["engines"].values()]

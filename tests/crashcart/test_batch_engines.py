@@ -77,7 +77,7 @@ def test_a_worker_opens_the_stores_once_for_the_same_paths_and_anew_for_others(
     init = (None, tmp_path / "rules1.db", None)
     out = _on_worker(triage_one, jobs[0], "k", init)
     opened = runner._WORKER["rules"]
-    assert out["status"] == "ok" and out["run_wide"] is False and out["logs_key"] == "k"
-    assert _on_worker(triage_one, jobs[1], "k", init)["status"] == "ok" and runner._WORKER["rules"] is opened
+    assert (out.status, out.logs_key, out.job) == ("ok", "k", jobs[0])
+    assert _on_worker(triage_one, jobs[1], "k", init).status == "ok" and runner._WORKER["rules"] is opened
     _on_worker(triage_one, jobs[2], "k", (None, tmp_path / "rules2.db", None))
     assert runner._WORKER["rules"] is not opened

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_jobs import fifty_jobs
+from batch_jobs import START, fifty_jobs
+from proctree import kill_when
 
 from crashcart.batch import engines
+from crashcart.evals.generator import JobSpec, generate_job
 
 REPO = Path(__file__).resolve().parents[2]
 TIMING = ("wall_s", "jobs_per_min", "mb_per_s", "seconds")  # what differs between two runs of the same batch
@@ -126,6 +128,21 @@ def test_a_batch_without_an_engine_never_imports_dask(jobs: Path, tmp_path: Path
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "[]" and json.loads(done.stdout)["summary"]["totals"]["jobs"] == 50
+
+
+def test_a_batch_killed_with_sigkill_leaves_no_dask_worker(tmp_path: Path) -> None:
+    """kill -9 runs no cleanup in the driver: the local cluster's worker processes must notice and end."""
+    for seed in range(4):  # each keeps a worker busy for seconds, so the kill lands mid-triage
+        generate_job(tmp_path / f"job{seed}", JobSpec(nodes=4, total_mb=20, scenario="xid79", seed=seed, start=START))
+    cmd = [str(Path(sys.executable).with_name("crashcart")), "batch", str(tmp_path), "--workers", "2"]
+    cmd += ["--engine", "dask", "--results", str(tmp_path / "b.db"), "--format", "json", "-o", str(tmp_path / "o")]
+
+    def workers_started(pid: int, members: dict[int, int]) -> bool:  # the resource tracker and two workers
+        return sum(1 for p in members.values() if p == pid) >= 3
+
+    recorded, left = kill_when(cmd, workers_started)
+    assert len(recorded) >= 4, recorded
+    assert left == [], f"still running after the batch was killed: {left} of {recorded}"
 
 
 def test_dask_is_an_extra_that_the_dev_install_pulls_in() -> None:
