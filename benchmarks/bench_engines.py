@@ -117,17 +117,44 @@ def _ping(x: int) -> int:
     return x
 
 
+def _no_triage(job: Any, key: str) -> Any:
+    """What a task costs without its triage: the job shipped, an ok result of it sent back."""
+    from crashcart.batch.models import BatchResult
+
+    return BatchResult(job=job, status="ok", logs_key=key)
+
+
+def overhead(cluster: _Cluster, todo: list[Any], workers: int) -> float:
+    """Seconds per job to run `todo` through the engine with _no_triage in place of the triage."""
+    from crashcart.batch.runner import triage_jobs
+
+    began = time.perf_counter()
+    if cluster.engine is None:
+        list(triage_jobs(todo, workers=workers, fn=_no_triage))
+    else:
+        real, cluster.engine._fn = cluster.engine._fn, _no_triage  # the engine's own test hook
+        try:
+            list(cluster.engine.triage(todo, (None, None, None), None))
+        finally:
+            cluster.engine._fn = real
+    return (time.perf_counter() - began) / len(todo)
+
+
 class _RayEngine:
     """crashcart's worker task as a Ray remote function, results as they complete (engines.Engine's shape)."""
+
+    def __init__(self) -> None:
+        from crashcart.batch.runner import triage_one
+
+        self._fn = triage_one
 
     def triage(self, todo, init, progress):
         import ray
 
         from crashcart.batch.engines import _on_worker
-        from crashcart.batch.runner import triage_one
 
         task = ray.remote(num_cpus=1)(_on_worker)
-        pending = [task.remote(triage_one, job, key, init) for job, key in todo]
+        pending = [task.remote(self._fn, job, key, init) for job, key in todo]
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             yield ray.get(ready[0])
@@ -145,6 +172,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     cluster.start()
     startup = time.perf_counter() - began
     try:
+        cold = overhead(cluster, [(j, "k") for j in jobs], args.workers)  # the workers' first tasks: imports
+        warm = overhead(cluster, [(j, "k") for j in jobs], args.workers)
         with tempfile.TemporaryDirectory() as tmp, ResultStore(Path(tmp) / "b.db") as store:
             began = time.perf_counter()
             results = run_batch(jobs, results=store, workers=args.workers, engine=cluster.engine)
@@ -155,6 +184,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         "startup_s": startup,
         "wall_s": wall,
         "triage_s_summed": sum(r.seconds for r in results),
+        "overhead_ms_per_job": [cold * 1000, warm * 1000],
         "load_1min": os.getloadavg()[0],
         "answers": {
             r.job.job_id: [
@@ -190,6 +220,10 @@ def rounds(engines: dict[str, str], root: Path, args: argparse.Namespace) -> dic
             "jobs_per_min": round(args.jobs / wall * 60, 1),
             # The jobs' own triage seconds, summed: the part of the wall time that is not the engine's.
             "triage_s_summed": [round(r["triage_s_summed"], 1) for r in got],
+            # Each job through the engine with no triage in it: the engine's own cost, on its first jobs (its
+            # workers import crashcart) and again; the local pool starts its processes anew for each batch.
+            "overhead_ms_per_job_cold": round(statistics.median(r["overhead_ms_per_job"][0] for r in got), 2),
+            "overhead_ms_per_job_warm": round(statistics.median(r["overhead_ms_per_job"][1] for r in got), 2),
             "load_1min": [round(r["load_1min"], 1) for r in got],
             "answers_agree": all(r["answers"] == got[0]["answers"] for r in got),
             "answers": got[0]["answers"],

@@ -8,9 +8,10 @@ worker process opens the stores once, for as long as it triages for a batch with
 as the BatchResult itself, pickled (about 0.1 ms and 5 KB a job; a model_dump dict validated on the driver measured
 no cheaper, benchmarks/bench_engines.py), so run_wide, which is never written out, travels with it.
 
-A job that raises is an `error` result (triage_one's own). A job whose worker dies (the scheduler gives up on it
-after its allowed failures, as KilledWorker) is triaged again alone once the others are done, as the local pool
-does, so only the job that kills its worker again is marked.
+A job that raises is an `error` result (triage_one's own); a task the cluster cannot run (crashcart missing on a
+worker, a cancelled task) stops the batch with one line, storing nothing for it. A job whose worker dies (the
+scheduler gives up on it after its allowed failures, as KilledWorker) is triaged again alone once the others are
+done, as the local pool does, so only the job that kills its worker again is marked.
 """
 
 from __future__ import annotations
@@ -137,8 +138,16 @@ class DaskEngine:
             return fut.result()
         except KilledWorker:
             return None
-        except Exception as exc:  # it could not run or come back (e.g. crashcart is missing on the worker)
-            return BatchResult(job=job, status="error", logs_key=key, error=describe(exc), triaged_at=datetime.now(UTC))
+        except Exception as exc:  # triage_one raises nothing: the cluster could not run the task or send it back
+            return BatchResult(
+                job=job,
+                status="error",
+                logs_key=key,
+                error=f"the Dask cluster could not run its triage ({describe(exc)}): is crashcart, the same "
+                "version, installed on every worker?",
+                triaged_at=datetime.now(UTC),
+                run_wide=True,  # the cluster's, not this job's: the batch stops, and a rerun triages the job
+            )
 
 
 # -- inside a worker process ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""A small tree of generated failed jobs for the batch tests: one folder a job, as a cluster's log root holds them."""
+"""Trees of generated failed jobs for the batch tests (one folder a job, as a cluster's log root holds them), and a
+triage that kills its worker."""
 
 from __future__ import annotations
 
