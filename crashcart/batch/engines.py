@@ -85,10 +85,12 @@ class DaskEngine:
             self._client = self._stack.enter_context(Client(self._stack.enter_context(cluster)))
             return self._client
         try:
-            self._client = self._stack.enter_context(Client(self._address, timeout=CONNECT_TIMEOUT_S))
+            client = self._stack.enter_context(Client(self._address, timeout=CONNECT_TIMEOUT_S))
         except (OSError, ValueError) as exc:  # refused, timed out, or not an address
             raise InputError(f"cannot reach the Dask scheduler at {self._address}: {exc}; fix --address") from None
-        return self._client
+        check_workers(client)
+        self._client = client
+        return client
 
     def triage(
         self, todo: Sequence[tuple[BatchJob, str]], init: tuple[Any, ...], progress: Progress | None
@@ -147,6 +149,21 @@ class DaskEngine:
                 "version, installed on every worker?",
                 triaged_at=datetime.now(UTC),
                 run_wide=True,  # the cluster's, not this job's: the batch stops, and a rerun triages the job
+            )
+
+
+def check_workers(client: Client, dist: str = "crashcart") -> None:
+    """Every worker has crashcart, the driver's version. A worker without it cannot even load a task, and Dask
+    then waits for that task forever; one of another version may triage otherwise. (Workers that join later are
+    not checked.) `dist` exists for tests."""
+    from importlib.metadata import version
+
+    want = version(dist)
+    for worker, got in sorted(client.run(version, dist, on_error="return").items()):
+        if got != want:
+            has = f"crashcart {got}" if isinstance(got, str) else "no crashcart"
+            raise InputError(
+                f"Dask worker {worker} has {has}, this batch runs {want}: install it on every worker ({DASK_EXTRA})"
             )
 
 

@@ -11,11 +11,12 @@ import pytest
 from batch_jobs import dies_on_boom, three_jobs
 
 from crashcart.batch import engines, runner
-from crashcart.batch.engines import DaskEngine, _on_worker
+from crashcart.batch.engines import DaskEngine, _on_worker, check_workers
 from crashcart.batch.models import BatchJob
 from crashcart.batch.results import ResultStore
 from crashcart.batch.runner import run_batch, triage_one
 from crashcart.batch.tree import discover_jobs
+from crashcart.knowledge.errors import InputError
 from crashcart.stores import open_rule_store
 
 
@@ -47,6 +48,26 @@ def test_a_job_that_kills_its_worker_is_its_error_and_the_rest_complete(schedule
     assert status == {"a": "ok", "b": "ok", "boom": "error", "c": "ok", "d": "ok", "e": "ok"}
     assert "worker process died" in (next(r for r in results if r.job.job_id == "boom").error or "")
     assert seen[0] == (0, 6) and seen[-1] == (6, 6) and len(seen) == 7
+
+
+def test_a_worker_without_crashcart_is_refused_in_one_line(
+    scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check asks each real worker for the distribution's version. Here one the driver has and the workers lack
+    (its metadata is in a folder on the driver's sys.path only: they started before it was added), as crashcart is
+    missing on a worker where it was never installed."""
+    from distributed import Client
+
+    info = tmp_path / "only_on_the_driver-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: only-on-the-driver\nVersion: 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with Client(scheduler) as client:
+        client.wait_for_workers(2)  # back from the killing test before: the check asks the workers there are
+        check_workers(client)  # crashcart itself: every worker has this version
+        with pytest.raises(InputError, match=r"^Dask worker tcp://\S+ has no crashcart, this batch runs 2\.0: ") as err:
+            check_workers(client, dist="only-on-the-driver")
+    assert str(err.value).endswith("install it on every worker (pip install 'crashcart[dask]')")
 
 
 def test_run_batch_on_the_engine_stores_each_result_and_starts_nothing_for_a_rerun(
