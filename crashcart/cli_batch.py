@@ -63,8 +63,8 @@ def batch(
         EngineName | None,
         typer.Option(
             "--engine",
-            help="triage on a Dask cluster instead of a process pool here (needs the extra: pip install "
-            "'crashcart[dask]'); its workers read the logs at the same paths, the results come back here",
+            help="triage on a Dask cluster instead of a process pool here (needs crashcart's dask extra); its "
+            "workers read the logs at the same paths, the results come back here",
         ),
     ] = None,
     address: Annotated[

@@ -3,7 +3,8 @@
 One process per job at a time (triage's own per-file pool is off inside a worker: the batch is the parallel
 unit). A job that fails to triage becomes an `error` result and the batch goes on; a job whose worker process
 dies (killed for memory, a crash in a native library) is isolated by rerunning the unfinished jobs one at a
-time, so only the job that kills its worker is marked.
+time, so only the job that kills its worker is marked. An engine (crashcart/batch/engines.py: a Dask cluster) runs
+the same triage_one elsewhere; deciding what to triage and storing the results stay here.
 """
 
 from __future__ import annotations
