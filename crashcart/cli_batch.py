@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -19,8 +19,13 @@ from crashcart.fail_on import parse_fail_on
 from crashcart.knowledge.errors import InputError
 
 if TYPE_CHECKING:
+    from crashcart.batch.engines import Engine
     from crashcart.batch.models import BatchJob, BatchResult, JobPages
     from crashcart.batch.summary import BatchSummary
+
+
+class EngineName(str, Enum):
+    dask = "dask"
 
 
 class BatchFormat(str, Enum):
@@ -46,7 +51,29 @@ def batch(
     states: Annotated[
         str | None, typer.Option(help="with --slurm: comma-separated Slurm states (default: the failed ones)")
     ] = None,
-    workers: Annotated[int | None, typer.Option(help="jobs triaged at once, one process each (default: CPUs)")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="jobs triaged at once, one process each (default: CPUs); with --engine and no "
+            "--address, the local cluster's workers"
+        ),
+    ] = None,
+    engine: Annotated[
+        EngineName | None,
+        typer.Option(
+            "--engine",
+            help="triage on a Dask cluster instead of a process pool here (needs crashcart's dask extra); its "
+            "workers read the logs at the same paths, the results come back here",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="with --engine: the scheduler to join, e.g. tcp://head:8786 (default: $DASK_SCHEDULER_ADDRESS, "
+            "else a local cluster of --workers processes)",
+        ),
+    ] = None,
     results: Annotated[
         Path | None,
         typer.Option(
@@ -101,7 +128,11 @@ def batch(
     pages = _job_pages(out) if fmt is BatchFormat.html and out is not None else None
     _warn_skipped_rules(rules_path)
     began, started = datetime.now(UTC), time.perf_counter()
-    with ResultStore(results or default_results_path()) as store, _progress_bar() as progress:
+    with (
+        ResultStore(results or default_results_path()) as store,
+        _engine(engine, address, workers) as where,
+        _progress_bar() as progress,
+    ):
         found = run_batch(
             jobs,
             results=store,
@@ -111,6 +142,7 @@ def batch(
             progress=progress,
             force=force,
             pages=pages,
+            engine=where,
         )
     summary = summarise(found, since=began, wall_s=time.perf_counter() - started)
     if fmt is BatchFormat.text:
@@ -127,6 +159,17 @@ def batch(
     if fmt is not BatchFormat.text or out is not None:
         print(headline(summary.totals), file=sys.stderr)
     finish(summary, urls, failing, [r.diagnosis.failure_class for r in found if r.diagnosis is not None])
+
+
+def _engine(name: EngineName | None, address: str | None, workers: int | None) -> AbstractContextManager[Engine | None]:
+    """The engine --engine names (joined on the first job to triage), or None: the local process pool."""
+    if name is None:
+        if address is not None:
+            raise InputError("--address names an engine's scheduler: give --engine dask with it")
+        return nullcontext()
+    from crashcart.batch.engines import DaskEngine  # lazy: Dask is an optional extra
+
+    return DaskEngine(address, workers)
 
 
 def _job_pages(out: Path) -> JobPages:

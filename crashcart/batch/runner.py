@@ -3,7 +3,8 @@
 One process per job at a time (triage's own per-file pool is off inside a worker: the batch is the parallel
 unit). A job that fails to triage becomes an `error` result and the batch goes on; a job whose worker process
 dies (killed for memory, a crash in a native library) is isolated by rerunning the unfinished jobs one at a
-time, so only the job that kills its worker is marked.
+time, so only the job that kills its worker is marked. An engine (crashcart/batch/engines.py: a Dask cluster) runs
+the same triage_one elsewhere; deciding what to triage and storing the results stay here.
 """
 
 from __future__ import annotations
@@ -13,18 +14,21 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crashcart.batch.models import BatchJob, BatchResult, JobPages
 from crashcart.batch.results import ResultStore
 from crashcart.knowledge.errors import CrashcartError, KnowledgeError
 from crashcart.parsers.sources import printable
 from crashcart.parsers.workers import worker_pool
+
+if TYPE_CHECKING:
+    from crashcart.batch.engines import Engine
 
 Progress = Callable[[int, int], None]  # (jobs triaged so far, jobs to triage in this run)
 TriageFn = Callable[[BatchJob, str], BatchResult]
@@ -41,12 +45,14 @@ def run_batch(
     progress: Progress | None = None,
     force: bool = False,
     pages: JobPages | None = None,
+    engine: Engine | None = None,
 ) -> list[BatchResult]:
     """Triage every job whose logs changed since its stored result (all of them with force); one result per job.
 
     memory_path / rules_path: the incident store and rule store each worker opens (None: not consulted).
     pages: where each triaged job's HTML report is written (named by crashcart.htmlreport.batch.page_name), from
     the whole report the worker holds; a stored result whose page is missing there is triaged again for it.
+    engine: where the jobs are triaged (crashcart.batch.engines); None: a process pool of `workers` here.
     Results come back in the order of `jobs` (a repeated job id counts once: the first wins).
     """
     first: dict[str, BatchJob] = {}
@@ -70,10 +76,15 @@ def run_batch(
         else:
             todo.append((job, key, sum(max(size, 0) for _, size, _ in stats)))
     todo.sort(key=lambda t: -t[2])  # largest first: the long jobs start early and the pool ends together
-    for result in triage_jobs(
-        [(j, k) for j, k, _ in todo], workers=workers, init=(memory_path, rules_path, pages), progress=progress
-    ):  # a run-wide error raised here leaves the loop, which closes the generator and so ends the pool
-        done[result.job.job_id] = _stored(result, results)
+    pairs, init = [(j, k) for j, k, _ in todo], (memory_path, rules_path, pages)
+    triaged = (
+        engine.triage(pairs, init, progress)
+        if engine is not None
+        else triage_jobs(pairs, workers=workers, init=init, progress=progress)
+    )
+    with contextlib.closing(triaged):  # a run-wide error raised here closes it now: the pool ends, the queue empties
+        for result in triaged:
+            done[result.job.job_id] = _stored(result, results)
     return [done[j.job_id] for j in unique]
 
 
@@ -154,7 +165,7 @@ def triage_jobs(
     progress: Progress | None = None,
     fn: TriageFn | None = None,
     context: str = "forkserver",
-) -> Iterator[BatchResult]:
+) -> Generator[BatchResult]:
     """Yield a result per (job, logs key) as each completes, whatever happens to the worker processes.
 
     A dead worker breaks the whole pool; the unfinished jobs then run one at a time, so the job that kills its
@@ -178,7 +189,7 @@ def triage_jobs(
             count += 1
             if progress:
                 progress(count, total)
-            yield _died(*rest[0])
+            yield died(*rest[0])
             rest = rest[1:]
         pending, size = rest, 1
 
@@ -201,14 +212,14 @@ def _run_pool(
                 except Exception as exc:  # the result could not come back (e.g. it did not pickle)
                     job, key = futures[fut]
                     result = BatchResult(
-                        job=job, status="error", logs_key=key, error=_describe(exc), triaged_at=datetime.now(UTC)
+                        job=job, status="error", logs_key=key, error=describe(exc), triaged_at=datetime.now(UTC)
                     )
                 yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _died(job: BatchJob, key: str) -> BatchResult:
+def died(job: BatchJob, key: str) -> BatchResult:
     return BatchResult(
         job=job,
         status="error",
@@ -225,8 +236,12 @@ _WORKER: dict[str, Any] = {}
 
 
 def init_worker(memory_path: str | Path | None, rules_path: str | Path | None, pages: JobPages | None = None) -> None:
-    """Open the stores once per worker. Never raises (that would break the pool): a failure is kept, and every
-    job of this worker reports it."""
+    """Open the stores once per worker (closing any it had open). Never raises (that would break the pool): a
+    failure is kept, and every job of this worker reports it."""
+    for store in (_WORKER.get("memory"), _WORKER.get("rules")):
+        if store is not None:
+            with contextlib.suppress(Exception):
+                store.close()
     _WORKER.clear()
     _WORKER["pages"] = pages
     try:
@@ -235,7 +250,7 @@ def init_worker(memory_path: str | Path | None, rules_path: str | Path | None, p
         _WORKER["memory"] = open_memory(memory_path) if memory_path is not None else None
         _WORKER["rules"] = open_rule_store(rules_path) if rules_path is not None else None
     except Exception as exc:
-        _WORKER["error"] = _describe(exc)
+        _WORKER["error"] = describe(exc)
 
 
 def triage_one(job: BatchJob, key: str) -> BatchResult:
@@ -257,7 +272,7 @@ def triage_one(job: BatchJob, key: str) -> BatchResult:
         out = BatchResult(
             **base,
             status="error",
-            error=_describe(exc),
+            error=describe(exc),
             bytes=sum(max(s, 0) for _, s, _ in stat_logs(job.log_paths)),
             run_wide=isinstance(exc, _RUN_WIDE),
         )
@@ -278,6 +293,6 @@ def _write_page(pages: JobPages, job: BatchJob, report: Any) -> None:
 _RUN_WIDE = (KnowledgeError, sqlite3.Error)
 
 
-def _describe(exc: Exception) -> str:
+def describe(exc: Exception) -> str:
     """A CrashcartError's message names the fix already; anything else is a bug, so its type is kept."""
     return str(exc) if isinstance(exc, CrashcartError) else f"{type(exc).__name__}: {exc}"
