@@ -267,6 +267,7 @@ def serve_http(server: MCPServer, port: int) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((HOST, port))
+        sock.listen(socket.SOMAXCONN)  # before the address is printed: a client that connects at once is queued
     except OSError as exc:
         sock.close()
         raise CrashcartError(f"cannot listen on {HOST}:{port} ({exc.strerror or exc}): pick another --port") from exc
