@@ -22,7 +22,7 @@ from crashcart.agent.report import Report
 from crashcart.agent.watch import Watcher
 from crashcart.agent.watch_reports import FinalReport, StallReport, WatchReport
 from crashcart.api import triage
-from crashcart.batch.slurm import Runner, job_ended, slurm_job_logs, slurm_job_state
+from crashcart.batch.slurm import NotInAccounting, Runner, job_ended, slurm_job_logs, slurm_job_state
 from crashcart.drain_exec import Drainer
 from crashcart.knowledge.errors import InputError
 from crashcart.knowledge.records import Strict, is_host
@@ -32,6 +32,7 @@ from crashcart.parsers.follow import Follower, Note
 
 POLL_S = 0.25
 IDLE_S = 30.0
+FIND_EVERY_S = 1.0  # how often Slurm is asked for a started job's files until they are known
 STATE_EVERY_S = 15.0  # how often Slurm is asked for the job's state: sacct and scontrol are not free for slurmctld
 
 
@@ -71,22 +72,31 @@ class _Loop:
         return self._ended(now, notes)
 
     def _ended(self, now: float, notes: Callable[[Note], None]) -> str | None:
-        job = self.options.slurm_job
-        if job is not None:
-            if now - self._asked < self.options.state_every_s:
-                return None
-            self._asked = now
-            if not self.follower.paths:  # a pending job has no log files yet
-                self.follower.paths = slurm_job_logs(job, runner=self.runner)
-                for path in self.follower.paths:
-                    notes(Note(str(path), "watching"))
-            self.state = slurm_job_state(job, runner=self.runner)
-            return f"slurm state {self.state}" if job_ended(self.state) else None
+        if self.options.slurm_job is not None:
+            return self._slurm_ended(self.options.slurm_job, now, notes)
         grew = self.follower.last_growth
         idle = now - grew if grew is not None else 0.0
         if self.watcher.ending and idle >= self.options.idle_s:
             return f"no growth for {idle:.0f}s after a terminal line"
         return None
+
+    def _slurm_ended(self, job: str, now: float, notes: Callable[[Note], None]) -> str | None:
+        """The Slurm state, asked every state_every_s; until the job's files are known, every FIND_EVERY_S."""
+        looking = not self.follower.paths
+        every = min(self.options.state_every_s, FIND_EVERY_S) if looking else self.options.state_every_s
+        if now - self._asked < every:
+            return None
+        self._asked = now
+        self.state = slurm_job_state(job, runner=self.runner)  # scontrol's first: it knows a job sacct does not yet
+        ended = job_ended(self.state)
+        if looking and self.state != "PENDING":  # a pending job has written nothing yet
+            try:
+                self.follower.paths = slurm_job_logs(job, runner=self.runner)
+            except NotInAccounting:  # slurmdbd has not recorded it yet; slurmctld knows it, so it is no wrong id
+                return None
+            for path in self.follower.paths:
+                notes(Note(str(path), "watching"))
+        return f"slurm state {self.state}" if ended else None
 
 
 def watch(

@@ -64,6 +64,13 @@ ACTIVE_STATES = frozenset(
     }
 )
 Runner = Callable[..., subprocess.CompletedProcess]
+
+
+class NotInAccounting(InputError):
+    """sacct has no record of the job: a wrong id, or one submitted a moment ago (slurmdbd records it after
+    slurmctld has it)."""
+
+
 _SCONTROL_FIELD = re.compile(r"(\w[\w:/]*)=(.*?)(?=\s+\w[\w:/]*=|\s*$)")
 
 
@@ -110,7 +117,7 @@ def slurm_job_logs(
     argv = [sacct, "--parsable2", "--noheader", "--allocations", "--jobs", job_id, "--format", ",".join(SACCT_FIELDS)]
     rows = [r for r in parse_sacct(_call(argv, runner, "sacct")) if job_id in (r.job_id, r.job_id_raw)]
     if not rows:
-        raise InputError(f"job {job_id} not found in Slurm accounting: check the id with `sacct -j {job_id}`")
+        raise NotInAccounting(f"job {job_id} not found in Slurm accounting: check the id with `sacct -j {job_id}`")
     row = rows[-1]
     live = _scontrol_jobs(scontrol, runner, row.job_id_raw or job_id)
     return job_log_paths(row, live.get(row.job_id_raw), _script_loader(sacct, runner))
