@@ -19,7 +19,7 @@ digits. The knowledge/healthy/*.log files are left out unless --with-healthy-sam
 lines copied from many jobs' logs in public threads (their sources.yaml lists them), and two are this
 project's generator output, so none is one job's log.
 
-    python benchmarks/bench_shapes.py --out shapes.json
+    python benchmarks/bench_shapes.py --out shapes.json  # each shape's crashcart figures: the median of --runs 3
     python benchmarks/bench_shapes.py --shapes loghub_tiled,varied_numbers --scale 0.05
     python benchmarks/bench_shapes.py --with-big --big-gb 2 --workdir /data/shapes
 """
@@ -65,6 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scale", type=float, default=1.0, help="multiply every shape's size (0.05 for a quick run)")
     p.add_argument("--with-big", action="store_true", help="add one_big_file (--big-gb of disk in --workdir)")
     p.add_argument("--big-gb", type=float, default=10.0, help="one_big_file's size before --scale")
+    p.add_argument("--runs", type=int, default=3, help="crashcart runs per shape: the median run's figures count")
     p.add_argument("--drain3-limit-mb", type=float, default=30.0, help="feed Drain3 this many MB, extrapolate")
     p.add_argument("--no-drain3", action="store_true", help="skip the Drain3 baseline")
     p.add_argument("--with-healthy-samples", action="store_true", help="also tile knowledge/healthy's samples")
@@ -83,6 +84,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("one_big_file needs --with-big (it writes --big-gb GB)")
     if args.scale <= 0:
         p.error("--scale must be positive")
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
     return args
 
 
@@ -426,12 +429,22 @@ def measure(name: str, root: Path, build: dict[str, Any], args: argparse.Namespa
     if build.get("expected_class") is not None:
         job.update(expected_class=build["expected_class"], expected_node=build.get("expected_node"))
     triage = [sys.executable, "-m", "crashcart.cli", "triage", str(logs), "--no-memory", "--format", "json"]
-    runs = {"crashcart": bt.run_child(triage)}
+    runs = {"crashcart": median_run(triage, args.runs)}
     if not args.no_drain3:
         runs["drain3"] = bt.run_drain3(files, bt.byte_limits(sizes, args.drain3_limit_mb))
     result = bt.compose_results(job, runs)
     result["crashcart"]["command"] = triage
+    result["crashcart"]["runs_wall_s"] = runs["crashcart"]["runs_wall_s"]
     return result
+
+
+def median_run(cmd: list[str], runs: int) -> dict[str, Any]:
+    """The run of median wall time of `runs` (its own RSS and output with it): one run on a shared machine is
+    one sample of its load. Drain3 runs once: pure Python on a fixed budget, it varies far less than it is slow."""
+    done = sorted((bt.run_child(cmd) for _ in range(runs)), key=lambda run: run["wall_s"])
+    chosen = done[len(done) // 2]
+    chosen["runs_wall_s"] = [round(run["wall_s"], 3) for run in done]
+    return chosen
 
 
 def summary_row(result: dict[str, Any]) -> dict[str, Any]:

@@ -104,6 +104,13 @@ def test_one_big_file_tiles_the_generated_job(tmp_path: Path) -> None:
     assert all(norm(x) in real for x in lines)
 
 
+def test_the_median_run_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    walls = iter([3.0, 1.0, 2.0])
+    monkeypatch.setattr(bench.bt, "run_child", lambda cmd: {"wall_s": next(walls), "stdout": ""})
+    run = bench.median_run(["crashcart"], 3)
+    assert run["wall_s"] == 2.0 and run["runs_wall_s"] == [1.0, 2.0, 3.0]
+
+
 def test_healthy_samples_leave_out_generator_output() -> None:
     names = [p.name for p in bench.healthy_files()]
     assert names and not [n for n in names if n.startswith("generated_")]
@@ -112,7 +119,8 @@ def test_healthy_samples_leave_out_generator_output() -> None:
 def test_parse_args_and_specs(tmp_path: Path) -> None:
     args = bench.parse_args([])
     assert args.shape_list == list(bench.DEFAULT_SHAPES) and args.drain3_limit_mb == 30.0
-    for bad in (["--shapes", "nope"], ["--shapes", "one_big_file"], ["--scale", "0"]):
+    assert args.runs == 3
+    for bad in (["--shapes", "nope"], ["--shapes", "one_big_file"], ["--scale", "0"], ["--runs", "0"]):
         with pytest.raises(SystemExit):
             bench.parse_args(bad)
     args = bench.parse_args(["--shapes", "per_rank_1024", "--with-big", "--big-gb", "2", "--scale", "0.5"])
@@ -144,4 +152,5 @@ def test_main_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "crashcart_failure_class" in row and row["drain3_extrapolated"] is True
     detail = results["shapes"]["loghub_tiled"]
     assert detail["job"]["log_bytes"] == row["bytes"] and detail["crashcart"]["command"][-1] == "json"
+    assert len(detail["crashcart"]["runs_wall_s"]) == 3
     assert "loghub_tiled" in capsys.readouterr().err  # the table
