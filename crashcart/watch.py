@@ -55,7 +55,6 @@ class _Loop:
         self.options, self.emit, self.runner = options, emit, runner
         self.watcher = Watcher(load_rules(), options.stall_after)
         self.follower = Follower(options.paths)
-        self.state: str | None = None
         self._asked = float("-inf")
 
     def step(self, now: float, notes: Callable[[Note], None]) -> str | None:
@@ -87,16 +86,16 @@ class _Loop:
         if now - self._asked < every:
             return None
         self._asked = now
-        self.state = slurm_job_state(job, runner=self.runner)  # scontrol's first: it knows a job sacct does not yet
-        ended = job_ended(self.state)
-        if looking and self.state != "PENDING":  # a pending job has written nothing yet
+        state = slurm_job_state(job, runner=self.runner)  # scontrol's first: it knows a job sacct does not yet
+        ended = job_ended(state)
+        if looking and state != "PENDING":  # a pending job has written nothing yet
             try:
                 self.follower.paths = slurm_job_logs(job, runner=self.runner)
             except NotInAccounting:  # slurmdbd has not recorded it yet; slurmctld knows it, so it is no wrong id
                 return None
             for path in self.follower.paths:
                 notes(Note(str(path), "watching"))
-        return f"slurm state {self.state}" if ended else None
+        return f"slurm state {state}" if ended else None
 
 
 def watch(

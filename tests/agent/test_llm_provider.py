@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 from fakes.chat import bad_request_error, rate_limit_error, server_error, timeout_error
+from fakes.clock import FakeClock
 from fakes.openai_server import Delay, Fail, Reply, Silence, Trickle
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -362,19 +363,6 @@ def test_insufficient_quota_and_long_retry_after_are_not_waited_for(openai_serve
     with pytest.raises(LLMCallError, match="asked to wait longer than 60s") as err:
         call(make_chat_model(settings), settings)
     assert err.value.attempts == 1 and openai_server.calls == 2
-
-
-class FakeClock:
-    """Time that moves only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def test_the_deadline_bounds_every_retry_and_backoff_sleep() -> None:

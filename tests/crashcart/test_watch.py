@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from fakes.clock import FakeClock
 
 from crashcart.agent.watch_reports import FinalReport, RootCauseReport, WatchReport
 from crashcart.evals.generator import JobSpec, generate_job
@@ -25,19 +26,6 @@ def xid_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("xid-job")
     generate_job(out, JobSpec(nodes=4, gpus_per_node=4, total_mb=0.5, scenario="xid79", fault_node=2, start=START))
     return out / "logs"
-
-
-class FakeClock:
-    """Monotonic time that moves only when the loop sleeps, so idle and state intervals pass at once."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += max(seconds, 0.25)
 
 
 class Slurm:
