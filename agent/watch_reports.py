@@ -54,6 +54,7 @@ class FinalReport(Strict):
     kind: Literal["final"] = "final"
     time: datetime
     ended: str  # "slurm state FAILED", "no growth for 30s after a terminal line", ...
+    interrupted: bool = False  # the watch was stopped (Ctrl-C) before the job ended: a diagnosis of the lines so far
     failure_class: FailureClass
     action: Action
     nodes: list[str] = []

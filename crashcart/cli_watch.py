@@ -78,7 +78,8 @@ def watch(
         ),
     ] = None,
 ) -> None:
-    """Follow a running job's logs: report each root cause and stall once as it happens, then the final diagnosis.
+    """Follow a running job's logs: report each root cause and stall once as it happens, then the final diagnosis
+    (on Ctrl-C too: of the lines so far, then exit 130).
 
     Nothing a log says is run: drain commands are printed, and run only with --drain-exec.
     """
@@ -114,7 +115,7 @@ def watch(
         drain_exec=drain_argv(drain_exec) if drain_exec is not None else None,
     )
     try:
-        run_watch(options, emit, tell, say=say)
+        final = run_watch(options, emit, tell, say=say)
     except KeyboardInterrupt:
         if sender is not None:
             sender.shutdown(wait=False, cancel_futures=True)
@@ -122,6 +123,9 @@ def watch(
         raise typer.Exit(INTERRUPTED) from None
     if sender is not None:
         sender.shutdown(wait=True)  # each channel is bounded by notify.TIMEOUT_S
+    if final.interrupted:  # the diagnosis so far is out; the exit still says the watch was stopped
+        print("crashcart: interrupted", file=sys.stderr)
+        raise typer.Exit(INTERRUPTED)
 
 
 def _rendered(report: WatchReport, fmt: WatchFormat) -> str:

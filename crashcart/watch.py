@@ -33,6 +33,7 @@ from crashcart.parsers.follow import Follower, Note
 POLL_S = 0.25
 IDLE_S = 30.0
 FIND_EVERY_S = 1.0  # how often Slurm is asked for a started job's files until they are known
+INTERRUPTED = "interrupted (Ctrl-C) before the job ended"
 STATE_EVERY_S = 15.0  # how often Slurm is asked for the job's state: sacct and scontrol are not free for slurmctld
 
 
@@ -110,7 +111,11 @@ def watch(
 ) -> FinalReport:
     """Follow the job until it ends, emitting each root cause and stall once; the final report is emitted too
     and returned. With `options.drain_exec`, each node a report says to drain is drained once (`say` hears how
-    that went). Ctrl-C (KeyboardInterrupt) goes to the caller."""
+    that went).
+
+    Ctrl-C (KeyboardInterrupt) ends the watch like the job's end does, with the diagnosis of the lines written so
+    far, marked `interrupted`: whoever stops a watch wants to know what it had seen. A Ctrl-C during that last
+    triage, or before any file was found, goes to the caller."""
     if not options.paths and options.slurm_job is None:
         raise InputError("nothing to watch: give log files or folders, or --slurm JOBID")
     for path in options.paths:
@@ -145,27 +150,34 @@ def _follow(
     loop = _Loop(options, report, runner)
     for name in [str(p) for p in options.paths] or [f"slurm job {options.slurm_job}"]:
         tell(Note(name, "watching"))  # the rules are loaded: from here on, no line is missed
-    while True:
-        started = clock()
-        ended = loop.step(started, tell)
-        if ended is not None:
-            loop.step(clock(), tell)  # the lines written while the end was being told
-            break
-        sleep(max(0.0, options.poll_s - (clock() - started)))
+    interrupted = False
+    try:
+        while True:
+            started = clock()
+            ended = loop.step(started, tell)
+            if ended is not None:
+                loop.step(clock(), tell)  # the lines written while the end was being told
+                break
+            sleep(max(0.0, options.poll_s - (clock() - started)))
+    except KeyboardInterrupt:
+        if not loop.follower.files:
+            raise
+        ended, interrupted = INTERRUPTED, True
     if not loop.follower.files:
         raise InputError(f"the job ended ({ended}) and no log was found to diagnose")
-    final = final_report(triage(loop.follower.paths), ended)
+    final = final_report(triage(loop.follower.paths), ended, interrupted=interrupted)
     report(final)
     return final
 
 
-def final_report(report: Report, ended: str) -> FinalReport:
+def final_report(report: Report, ended: str, *, interrupted: bool = False) -> FinalReport:
     """The triage report as the `final` line: its diagnosis, where, and the drain commands it calls for."""
     d = report.diagnosis
     drains = [drain_command(n, f"crashcart: {d.failure_class.value}") for n in d.faulty_nodes if is_host(n)]
     return FinalReport(
         time=datetime.now(UTC),
         ended=ended,
+        interrupted=interrupted,
         failure_class=d.failure_class,
         action=d.action,
         nodes=d.faulty_nodes,

@@ -1,6 +1,7 @@
 """`crashcart watch` as a user runs it, beside a job that is writing its logs (crashcart/evals/live.py: the generator's
 job appended at a pace by a writer process): an XID on one node is reported within 2 s of being written, with that
-node; a job whose every rank stops is reported as stalled, naming the node that stopped first; Ctrl-C exits 130."""
+node; a job whose every rank stops is reported as stalled, naming the node that stopped first; Ctrl-C gives the
+diagnosis so far and exits 130."""
 
 from __future__ import annotations
 
@@ -119,7 +120,10 @@ def test_a_job_whose_ranks_all_stop_is_reported_stalled_naming_the_node_that_sto
         assert report.why == "stopped first, at iteration 97 (others reached 100)"
         assert report.evidence[0].file == "node01.log" and "iteration       97/" in report.evidence[0].text
         assert report.stalled_s >= 2.0
-        watch.send_signal(signal.SIGINT)  # Ctrl-C
+        watch.send_signal(signal.SIGINT)  # Ctrl-C: the diagnosis of the lines so far, then exit 130
+        final = REPORT.validate_json(out.next()[1])
+        assert isinstance(final, FinalReport) and final.interrupted
+        assert final.ended == "interrupted (Ctrl-C) before the job ended"
         assert watch.wait(timeout=WAIT_S) == 130
         assert "crashcart: interrupted" in err.read_text()
     finally:

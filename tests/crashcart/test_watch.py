@@ -76,6 +76,45 @@ def test_a_slurm_job_ends_when_its_state_does(xid_job: Path) -> None:
     assert final.nodes == ["node02"]
 
 
+class CtrlC(FakeClock):
+    """A fake clock whose `after`-th sleep is interrupted, as Ctrl-C interrupts the watch loop's real sleep."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.left = after
+
+    def sleep(self, seconds: float) -> None:
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+        super().sleep(seconds)
+
+
+def test_ctrl_c_ends_the_watch_with_the_diagnosis_of_the_lines_so_far(xid_job: Path) -> None:
+    seen: list[WatchReport] = []
+    clock = CtrlC(after=3)
+    final = watch(WatchOptions(paths=[xid_job], idle_s=3600), seen.append, clock=clock, sleep=clock.sleep)
+    assert final.interrupted and final.ended == "interrupted (Ctrl-C) before the job ended"
+    assert (final.failure_class, final.nodes) == (FailureClass.GPU_HARDWARE, ["node02"])
+    assert seen[-1] is final
+
+
+def test_ctrl_c_before_any_file_is_found_or_during_the_last_triage_stops_the_watch_at_once(
+    xid_job: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = CtrlC(after=2)
+    with pytest.raises(KeyboardInterrupt):  # an empty folder: nothing to diagnose
+        watch(WatchOptions(paths=[tmp_path], idle_s=3600), lambda report: None, clock=clock, sleep=clock.sleep)
+
+    def second_ctrl_c(paths: list[Path]) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("crashcart.watch.triage", second_ctrl_c)
+    clock = CtrlC(after=2)
+    with pytest.raises(KeyboardInterrupt):
+        watch(WatchOptions(paths=[xid_job], idle_s=3600), lambda report: None, clock=clock, sleep=clock.sleep)
+
+
 def test_nothing_to_watch_and_a_missing_path_are_errors_that_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="give log files or folders, or --slurm JOBID"):
         watch(WatchOptions(), lambda r: None)
