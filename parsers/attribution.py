@@ -305,6 +305,7 @@ _KIND_PREFIX = re.compile(r"(?i)^" + _KINDS + r"[-_.]")
 _KIND_SUFFIX = re.compile(r"(?i)[-_.]" + _KINDS + r"$")
 # HPE Cray EX names a node by cabinet, chassis, slot, board and node: x1000c0s1b0n0.
 _XNAME = re.compile(r"x\d{1,4}c\d{1,2}s\d{1,2}b\d{1,2}n\d{1,2}", re.I)
+_SEGMENT_SEP = re.compile(r"[_.]")
 
 
 def _node_from_name(name: str) -> str | None:
@@ -317,15 +318,29 @@ def _node_from_name(name: str) -> str | None:
     short = name.split(".", 1)[0]
     m = _NODE_NAME.fullmatch(short)
     if m:
-        # `gpu0.log` / `cn1` are more often per-device logs than hosts; host names carry 2+ digits.
-        if m.group(1).lower() not in ("gpu", "cn", "nid", "ip") or len(m.group(2)) >= 2 or "-" in short:
-            return short
-        return None
+        return short if _host_like(m, short) else None
     if _POD_NAME.fullmatch(short) or _RACK_NODE.fullmatch(short) or _XNAME.fullmatch(short):
         return short
     m = _DASHED.fullmatch(short)
     if m and len(m.group(1)) >= 2 and m.group(1).lower() not in _NOT_NODE_WORDS and _MIXED.search(short):
         return short
+    return _node_segment(name)
+
+
+def _host_like(m: re.Match[str], name: str) -> bool:
+    """`gpu0.log` / `cn1` are more often per-device logs than hosts; host names carry 2+ digits."""
+    return m.group(1).lower() not in ("gpu", "cn", "nid", "ip") or len(m.group(2)) >= 2 or "-" in name
+
+
+def _node_segment(name: str) -> str | None:
+    """A host word joined to the rest of the name by `_` or `.`: `job.4242.node017`, `train_log_node-3` (a
+    script's `${SLURM_JOB_ID}.$(hostname)` or `..._node-${NODE_RANK}`). Only the node words count here, never
+    a dashed or mixed name: `run_a100-07` is more often an experiment than a machine."""
+    parts = _SEGMENT_SEP.split(name)
+    for part in parts if len(parts) > 1 else []:
+        m = _NODE_NAME.fullmatch(part)
+        if m and _host_like(m, part):
+            return part
     return None
 
 

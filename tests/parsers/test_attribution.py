@@ -76,6 +76,13 @@ PATHS = [
     ("node07-rank3.log", Attribution("node07", 3)),  # host and rank in one stem: the rank is not the host's
     ("gpu-node-12_rank_5.log", Attribution("gpu-node-12", 5)),
     ("dgx-a100-03-local_rank1.log", Attribution("dgx-a100-03")),
+    # a host word joined to the rest by `_` or `.`: `${SLURM_JOB_ID}.$(hostname).out`, `..._node-${NODE_RANK}_...`
+    ("job.4242.node017.out", Attribution("node017")),
+    ("training_log_node-3_rank-27.txt", Attribution("node-3", 27)),
+    ("train_host12.log", Attribution("host12")),
+    ("train_gpu0.log", NONE),  # a device, as above
+    ("run_a100-07.log", NONE),  # dashed and mixed names count only as the whole name
+    ("eval_step100.log", NONE),
 ]
 
 
