@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from crashcart.agent.actions import refined_action
 from crashcart.agent.events import CollectiveTimeoutEvent, Event, FailureEvent, ProgressEvent, Signal, XidEvent
+from crashcart.agent.gpu_ranks import gpu_ranks
 from crashcart.agent.hangs import describe as describe_hang
 from crashcart.agent.host_headers import header_hosts
 from crashcart.agent.models import Alternative, Diagnosis
@@ -258,6 +259,8 @@ def _faulty(
     if not nodes and cls in HARDWARE_CLASSES:  # a job mail's host, or the prompt nvidia-smi ran at
         nodes = header_hosts(roots, scans)
     ranks = list(dict.fromkeys(e.rank for e in roots if e.rank is not None))
+    if not ranks and cls is FailureClass.GPU_HARDWARE:  # a kernel line: its GPU's PCI address, in NCCL's lines
+        ranks = gpu_ranks(roots, scans)
     all_nodes = {s.node for scan in scans for s in scan.templates if s.node} | {e.node for e in signals if e.node}
     all_ranks = {s.rank for scan in scans for s in scan.templates if s.rank is not None}
     all_ranks |= {e.rank for e in signals if e.rank is not None}
