@@ -12,12 +12,14 @@ Shapes (sizes before --scale):
 - loghub_tiled: each Loghub sample tiled into its own file (200 MB in all);
 - one_big_file: one 10 GB file tiling the generated shape's files (only with --with-big: it needs the disk).
 
-Tiled lines are real lines with only their numbers changed (see Varier), so no two copies are the same
-bytes: a decimal run gets a decimal of random length 1-9, a 0x run random hex digits of random length in
-the same case, a bare hex ID (UUID, hash) random digits of the same length, a timestamp's fraction random
-digits. The knowledge/healthy/*.log files are left out unless --with-healthy-samples: each is a few hundred
-lines copied from many jobs' logs in public threads (their sources.yaml lists them), and two are this
-project's generator output, so none is one job's log.
+Tiled lines are real lines with only their numbers changed (see Varier), so no two copies are the same bytes:
+a decimal run gets a decimal of random length 1-9 (but a lone 0 stays 0, and so does a float's exponent: a
+healthy job's counts of skipped and NaN iterations read 0, and a loss of 2.1E+48213 is infinite, so either
+varied is a failing job's line), a 0x run random hex digits of random length in the same case, a bare hex ID
+(UUID, hash) random digits of the same length, a timestamp's fraction random digits. The
+knowledge/healthy/*.log files are left out unless --with-healthy-samples: each is a few hundred lines copied
+from many jobs' logs in public threads (their sources.yaml lists them), and two are this project's generator
+output, so none is one job's log.
 
     python benchmarks/bench_shapes.py --out shapes.json  # each shape's crashcart figures: the median of --runs 3
     python benchmarks/bench_shapes.py --shapes loghub_tiled,varied_numbers --scale 0.05
@@ -110,7 +112,7 @@ _NUMBER = re.compile(
     rf"|(?P<uuid>(?<!\w){_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}(?!\w))"
     rf"|(?P<hex0x>(?<!\w)0[xX]{_HEX}+(?!\w))"
     rf"|(?P<hexid>(?<![\w-])(?={_HEX}*[a-fA-F])(?={_HEX}*\d){_HEX}{{8,64}}(?![\w-]))"
-    r"|(?P<dec>(?<![\w\\])\d+(?!\w))"  # not in a word (mlx5_core, node07) nor an escape (\042)
+    r"|(?P<dec>(?<![\w\\])(?<![eE][-+])\d+(?!\w))"  # not in a word (mlx5_core, node07), an escape (\042), an exponent
     r")"
 )
 # Pools of random values, one per kind of slot. Fixed-length slots take a long entry cut by the format
@@ -135,7 +137,7 @@ def _slots(m: re.Match[str]) -> list[tuple[str, int, str]]:
     """A match as pieces: (literal, -1, "") or (the replaced text, pool, format spec)."""
     kind, text = m.lastgroup, m.group(0)
     if kind == "dec":
-        return [(text, DEC, "")]
+        return [(text, -1, "")] if text == "0" else [(text, DEC, "")]  # a zero count stays zero: see the docstring
     if kind in ("ts", "dfrac"):
         group = "frac" if kind == "ts" else "dfrac"
         if m.group(group) is None:

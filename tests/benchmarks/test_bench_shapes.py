@@ -60,6 +60,21 @@ def test_varier_keeps_the_format_and_every_word() -> None:
     assert bench.Varier(3).line("no numbers here: {} INFO") == "no numbers here: {} INFO"
 
 
+def test_a_zero_count_and_an_exponent_stay_as_they_are() -> None:
+    """Megatron's interval line (NVIDIA/Megatron-LM#756): a varied 0 would be a run that skipped iterations, a varied
+    exponent a loss that overflows (2.1E+48213) or vanishes."""
+    line = (
+        "[2024-03-30 20:02:40] iteration       10/  500000 | consumed samples:         1280 | elapsed time per "
+        "iteration (ms): 9496.4 | throughput per GPU (TFLOP/s/GPU): 137.5 | learning rate: 2.000E-06 | global batch "
+        "size:   128 | lm loss: 2.092005E-01 | loss scale: 1.0 | grad norm: 51.010 | num zeros: 0.0 | number of "
+        "skipped iterations:   0 | number of nan iterations:   0 |"
+    )
+    got = bench.Varier(5).line(line)
+    assert got.endswith(" | number of skipped iterations:   0 | number of nan iterations:   0 |")
+    assert re.search(r"learning rate: \d+\.\d+E-06 \| .* lm loss: \d+\.\d+E-01 \|", got), got
+    assert got != line
+
+
 @needs_loghub
 def test_varied_shapes_hold_only_real_lines(tmp_path: Path) -> None:
     sources = bench.loghub_files(bench.LOGHUB)
