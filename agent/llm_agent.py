@@ -234,7 +234,7 @@ def _places(answer: LLMAnswer, rules: Diagnosis) -> list[str]:
 
 def _as_diagnosis(answer: LLMAnswer, agreement: float, context: Context, rules: Diagnosis) -> Diagnosis:
     evidence = [Evidence(file=c.file, line=c.line, text=context.citeable[(c.file, c.line)]) for c in answer.evidence]
-    first_sentence = answer.rationale.strip().split(". ")[0][:300]
+    first_sentence = answer.rationale.strip().split(". ")[0][:300] or "the model gave no reason"
     return Diagnosis(
         failure_class=answer.failure_class,
         action=answer.action,

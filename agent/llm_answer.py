@@ -10,38 +10,89 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from crashcart.knowledge.records import Strict, as_place
-from crashcart.knowledge.taxonomy import Action, FailureClass, Stage
+from crashcart.knowledge.records import as_place
+from crashcart.knowledge.taxonomy import DEFAULT_ACTION, Action, FailureClass, Stage
 
 
-class LineCite(Strict):
+class Lenient(BaseModel):
+    """Base of what a model writes: fields it adds (a `confidence`, a cited line's `text`) are ignored, not an error.
+
+    Unlike the project's records (knowledge.records.Strict), a reply is the one input whose writer cannot be
+    held to the schema: a model that names the right class and cites the right line but adds a field is right.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class LineCite(Lenient):
     """A reference to one line of the context: the file and line number exactly as shown."""
 
     file: str = Field(max_length=500)
     line: int = Field(ge=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_reference(cls, value: Any) -> Any:
+        """`"[file:line]"` or `"file:line"`, as the context shows a line, is a citation too."""
+        if not isinstance(value, str):
+            return value
+        file, _, line = value.strip().removeprefix("[").removesuffix("]").rpartition(":")
+        return {"file": file, "line": line} if file and line.strip().isdigit() else value
 
-class RuleSuggestion(Strict):
+
+def _token(value: Any) -> Any:
+    """`GPU_OOM`, `gpu-oom`, ` gpu oom ` as the taxonomy writes it: gpu_oom."""
+    return "_".join(value.strip().lower().replace("-", " ").split()) if isinstance(value, str) else value
+
+
+class RuleSuggestion(Lenient):
     """A regex the model suggests as a new fast-filter rule for this failure."""
 
     regex: str = Field(min_length=1, max_length=300)
     failure_class: FailureClass
     why: str = Field(max_length=400)
 
+    @field_validator("failure_class", mode="before")
+    @classmethod
+    def _taxonomy_word(cls, value: Any) -> Any:
+        return _token(value)
 
-class LLMAnswer(Strict):
-    """What the model must return (its JSON schema is sent to servers that support structured output)."""
+
+class LLMAnswer(Lenient):
+    """What the model must return (its JSON schema, with every field the prompt asks for required, is sent to
+    servers that support structured output). Read leniently: an answer without an action takes the class's
+    usual one, a single citation need not be in a list."""
 
     failure_class: FailureClass
     action: Action
     evidence: list[LineCite] = Field(min_length=1, max_length=8)
     faulty_nodes: list[str] = Field(default_factory=list, max_length=16)
     stage: Stage | None = None
-    rationale: str = Field(min_length=1, max_length=1500)
+    rationale: str = Field(default="", max_length=1500)
     mitigation: list[str] = Field(default_factory=list, max_length=10)
     proposed_rule: RuleSuggestion | None = None
+
+    @field_validator("failure_class", "action", "stage", mode="before")
+    @classmethod
+    def _taxonomy_words(cls, value: Any) -> Any:
+        return _token(value)
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict | str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _usual_action(cls, value: Any) -> Any:
+        """No action given: the class's usual one (the taxonomy's), when the class is one."""
+        if isinstance(value, dict) and value.get("action") is None:
+            named = _token(value.get("failure_class"))
+            if named in FailureClass._value2member_map_:
+                return {**value, "action": DEFAULT_ACTION[FailureClass(named)]}
+        return value
 
 
 class AnswerError(ValueError):
@@ -111,6 +162,12 @@ def parse_answer(text: str, citeable: set[tuple[str, int]], nodes: set[str]) -> 
     return answer
 
 
+ASKED_FOR = ("failure_class", "action", "evidence", "rationale")  # what the prompt asks every answer for
+
+
 def answer_schema() -> dict[str, Any]:
-    """The JSON schema of LLMAnswer, for response_format and for the prompt."""
-    return LLMAnswer.model_json_schema()
+    """The JSON schema of LLMAnswer, for response_format and for the prompt: the fields read leniently are still
+    asked for."""
+    schema = LLMAnswer.model_json_schema()
+    schema["required"] = list(ASKED_FOR)
+    return schema

@@ -1,4 +1,5 @@
-"""agent/llm_answer.py: finding the JSON object in a reply, linearly, and refusing replies no answer needs."""
+"""agent/llm_answer.py: finding the JSON object in a reply, linearly, refusing replies no answer needs, and reading
+a right answer written a little off the schema as the right answer."""
 
 from __future__ import annotations
 
@@ -72,3 +73,34 @@ def test_a_rank_the_logs_show_may_be_named_as_the_faulty_place_however_written(w
     assert parse_answer(reply, CITEABLE, NODES | {"rank 3"}).faulty_nodes == ["rank 3"]
     with pytest.raises(AnswerError, match="nodes the logs do not show: rank 3"):
         parse_answer(reply, CITEABLE, NODES)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        ANSWER | {"confidence": 0.93, "faulty_ranks": [3]},  # fields the schema does not have
+        ANSWER | {"evidence": [{"file": "kernel-node07.log", "line": 2, "text": "NVRM: Xid (PCI:0000:3b:00): 79"}]},
+        ANSWER | {"evidence": ["[kernel-node07.log:2]"]},  # as the context shows a line
+        ANSWER | {"evidence": "kernel-node07.log:2"},  # one citation, no list
+        ANSWER | {"failure_class": "GPU_HARDWARE", "action": "Drain node and retry"},
+        {k: v for k, v in ANSWER.items() if k not in ("action", "rationale")},  # the class's usual action
+    ],
+    ids=["extra-fields", "cited-with-text", "bracketed", "single", "spelled", "no-action"],
+)
+def test_a_right_answer_written_off_the_schema_is_read_as_the_right_answer(written: dict) -> None:
+    answer = parse_answer(json.dumps(written), CITEABLE, NODES)
+    assert (answer.failure_class.value, answer.action.value) == ("gpu_hardware", "drain_node_and_retry")
+    assert [(c.file, c.line) for c in answer.evidence] == [("kernel-node07.log", 2)]
+
+
+def test_leniency_never_admits_a_line_not_shown_or_a_class_outside_the_taxonomy() -> None:
+    with pytest.raises(AnswerError, match="not in the logs shown: kernel-node07.log:3"):
+        parse_answer(json.dumps(ANSWER | {"evidence": ["kernel-node07.log:3"]}), CITEABLE, NODES)
+    with pytest.raises(AnswerError, match="failure_class"):
+        parse_answer(json.dumps(ANSWER | {"failure_class": "gpu_trouble"}), CITEABLE, NODES)
+    with pytest.raises(AnswerError, match="evidence"):
+        parse_answer(json.dumps(ANSWER | {"evidence": "see the kernel log"}), CITEABLE, NODES)
+
+
+def test_the_schema_sent_to_servers_still_asks_for_every_field_the_prompt_does() -> None:
+    assert set(llm_answer.answer_schema()["required"]) == {"failure_class", "action", "evidence", "rationale"}
