@@ -26,7 +26,12 @@ from crashcart.parsers.models import FileScan
 from crashcart.parsers.sources import Source, numbered_lines
 
 CHARS_PER_TOKEN = 4
-LINE_CHARS = 400  # a shown line is cut here, after its secrets are redacted
+# A shown line is cut here, after its secrets are redacted: long enough for the messages that decide a diagnosis
+# (PyTorch's CUDA OOM message is 420-600 characters, NCCL's and the driver's errors as long), shown whole, so a model
+# reads the line the rules read and an answer cites what the log says, not its first half.
+LINE_CHARS = 1000
+FINDING_CHARS = 2000  # a rule's line in the findings: as much as evidence keeps (parsers.templater.KEPT_LINE_BYTES)
+TEMPLATE_CHARS = 400  # a template with its first line: a shape, read for what else the job printed
 _SHARES = {"findings": 0.25, "lines": 0.35, "templates": 0.2, "similar": 0.1, "runbooks": 0.1}
 
 
@@ -45,9 +50,17 @@ class Context:
         return sum(len(v) for v in self.sections.values()) // CHARS_PER_TOKEN + 1
 
 
-def _cite(ref_file: str, line: int, node: str | None, rank: int | None, text: str, redactor: Redactor) -> str:
+def _cite(
+    ref_file: str,
+    line: int,
+    node: str | None,
+    rank: int | None,
+    text: str,
+    redactor: Redactor,
+    limit: int = LINE_CHARS,
+) -> str:
     who = " ".join(x for x in (node, None if rank is None else f"rank{rank}") if x)
-    return f"[{ref_file}:{line}]" + (f" ({who})" if who else "") + " " + clip(text, LINE_CHARS, redactor)
+    return f"[{ref_file}:{line}]" + (f" ({who})" if who else "") + " " + clip(text, limit, redactor)
 
 
 class _Section:
@@ -100,8 +113,8 @@ def _taxonomy() -> str:
     return "\n".join(f"- {c.value} (default action {DEFAULT_ACTION[c].value}): {DESCRIPTIONS[c]}" for c in FailureClass)
 
 
-def _show(section: _Section, ctx: Context, ref: LineRef | Event, suffix: str = "") -> bool:
-    line = _cite(ref.file, ref.line, ref.node, ref.rank, ref.text, ctx.redactor) + suffix
+def _show(section: _Section, ctx: Context, ref: LineRef | Event, suffix: str = "", limit: int = LINE_CHARS) -> bool:
+    line = _cite(ref.file, ref.line, ref.node, ref.rank, ref.text, ctx.redactor, limit) + suffix
     if section.add(line):
         ctx.citeable[(ref.file, ref.line)] = ref.text
         return True
@@ -127,7 +140,7 @@ def _findings(diagnosis: Diagnosis, events: Sequence[Event], section: _Section, 
         if len(group) > 1:
             where = sorted({e.node or (f"rank{e.rank}" if e.rank is not None else e.file) for e in group[1:]})
             tag += f"; alike on {len(group) - 1} more: {', '.join(where[:8])}{' ...' if len(where) > 8 else ''}"
-        if not _show(section, ctx, first, tag):
+        if not _show(section, ctx, first, tag, FINDING_CHARS):
             break
     return section.text()
 
@@ -194,7 +207,7 @@ def _templates(scans: Sequence[FileScan], section: _Section, redactor: Redactor)
     for count, places, stat in sorted(totals.values(), key=lambda e: (e[0], e[2].first.line)):
         if not section.add(
             f"x{count} on {len(places)} node/rank(s), first {stat.first.file}:{stat.first.line}: "
-            f"{clip(_template_text(stat.template, stat.first.text), LINE_CHARS, redactor)}"
+            f"{clip(_template_text(stat.template, stat.first.text), TEMPLATE_CHARS, redactor)}"
         ):
             break
     return section.text()

@@ -129,3 +129,18 @@ def test_a_rules_line_alike_on_many_ranks_is_one_finding(tmp_path) -> None:
     ctx = build_context(scans, events, triage([str(tmp_path)]).diagnosis, 6000)
     shown = [row for row in ctx.sections["findings"].splitlines() if "Watchdog caught" in row]
     assert len(shown) == 1 and "alike on 2 more" in shown[0]
+
+
+def test_a_long_decisive_line_is_shown_whole(tmp_path) -> None:
+    """PyTorch's CUDA OOM message runs past 400 characters: the model (and whoever checks what it was shown) sees
+    it whole, in the findings and among the lines, not its first half."""
+    out = tmp_path / "job"
+    job = generate_job(out, JobSpec(nodes=16, gpus_per_node=8, total_mb=20, scenario="gpu_oom", fault_node=5))
+    [evidence] = job.evidence
+    assert len(evidence) > 400
+    sources = discover([str(out / "logs")]).sources
+    scans = scan_sources(sources, load_rules(), workers=1)
+    events = build_events(scans)
+    ctx = build_context(scans, events, triage([out / "logs"]).diagnosis, 20000, sources)
+    assert evidence in ctx.sections["findings"]
+    assert any(evidence in text for text in ctx.citeable.values())
