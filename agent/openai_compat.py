@@ -23,6 +23,9 @@ from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_me
 from langchain_core.messages.ai import UsageMetadata
 
 
+REFUSED = (400, 422)  # what a server answers a request body it does not accept
+
+
 class EndpointError(Exception):
     """A non-2xx answer: its status, the response (headers for Retry-After) and the body the server sent."""
 
@@ -72,6 +75,7 @@ class OpenAICompatibleChat:
         self.send_max_tokens = send_max_tokens
         self.headers = {"Authorization": f"Bearer {api_key}", **(headers or {})}
         self.tools: list[dict[str, Any]] = []
+        self._plain = False  # the server refused tools or JSON mode: requests go without them
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
@@ -82,8 +86,8 @@ class OpenAICompatibleChat:
         bound.tools = [_strict(t) if strict else t for t in tools]
         return bound
 
-    def request(self, messages: Sequence[BaseMessage]) -> dict[str, Any]:
-        """The JSON body one call sends."""
+    def request(self, messages: Sequence[BaseMessage], *, plain: bool = False) -> dict[str, Any]:
+        """The JSON body one call sends; `plain`: without the optional parts (tools, JSON mode)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": convert_to_openai_messages(list(messages)),
@@ -93,15 +97,24 @@ class OpenAICompatibleChat:
         }
         if self.send_max_tokens:
             body["max_tokens"] = self.max_tokens
-        if self.json_mode:
+        if self.json_mode and not plain:
             body["response_format"] = {"type": "json_object"}
-        if self.tools:
+        if self.tools and not plain:
             body["tools"] = self.tools
         return body
 
     def invoke(self, messages: Sequence[BaseMessage]) -> AIMessage:
-        """Send the conversation, return the model's reply; EndpointError or an httpx error when it fails."""
-        response = self._http().post(f"{self.base_url}/chat/completions", json=self.request(messages))
+        """Send the conversation, return the model's reply; EndpointError or an httpx error when it fails.
+
+        A server that refuses the request (400 or 422) while it asks for tools or JSON mode is asked once more
+        without them, and from then on: not every compatible server has either (llama.cpp builds without tool
+        calling, gateways that check the body against an older schema), and the answer is read from plain text
+        anyway. A refusal of the plain request is the error."""
+        url = f"{self.base_url}/chat/completions"
+        response = self._http().post(url, json=self.request(messages, plain=self._plain))
+        if response.status_code in REFUSED and not self._plain and (self.tools or self.json_mode):
+            self._plain = True
+            response = self._http().post(url, json=self.request(messages, plain=True))
         if response.status_code >= 400:
             raise EndpointError(response)
         try:

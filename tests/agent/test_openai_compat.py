@@ -102,6 +102,27 @@ def test_an_http_error_carries_status_retry_after_and_the_servers_message(openai
     assert classify_error(err.value) == ("rate_limit", True, 429)
 
 
+def test_a_server_that_refuses_tools_or_json_mode_is_asked_without_them_from_then_on(openai_server) -> None:
+    openai_server.script([Fail(422, message="Extra inputs are not permitted: tools"), '{"ok": 1}', '{"ok": 2}'])
+    model = chat(openai_server.base_url).bind_tools([TOOL])
+    assert model.invoke(MESSAGES).content == '{"ok": 1}'
+    assert model.invoke(MESSAGES).content == '{"ok": 2}'
+    first, *plain = openai_server.requests
+    assert "tools" in first and "response_format" in first
+    assert all("tools" not in r and "response_format" not in r for r in plain) and len(plain) == 2
+
+
+def test_a_refusal_of_the_plain_request_is_the_error(openai_server) -> None:
+    openai_server.script([Fail(400, message="context too long"), Fail(400, message="context too long")])
+    with pytest.raises(EndpointError, match="context too long"):
+        chat(openai_server.base_url).invoke(MESSAGES)
+    assert len(openai_server.requests) == 2
+    openai_server.script([Fail(400, message="bad request")])
+    with pytest.raises(EndpointError, match="bad request"):  # nothing optional to leave out: asked once
+        chat(openai_server.base_url, json_mode=False).invoke(MESSAGES)
+    assert len(openai_server.requests) == 3
+
+
 def test_an_answer_that_is_not_a_completion_is_an_error_the_loop_survives(openai_server) -> None:
     openai_server.script([Fail(200, body={"unexpected": True})])
     settings = LLMSettings(model="openai:fake-model", base_url=openai_server.base_url)
