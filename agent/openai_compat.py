@@ -22,7 +22,6 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.messages.ai import UsageMetadata
 
-
 REFUSED = (400, 422)  # what a server answers a request body it does not accept
 
 

@@ -323,15 +323,18 @@ def test_500_is_retried(openai_server) -> None:
 
 
 def test_400_is_not_retried(openai_server) -> None:
-    openai_server.script([Fail(400, message="model 'fake-model' does not support response_format"), "never"])
+    """One attempt: the client asks once more without JSON mode (agent/openai_compat.py), and that refused too,
+    the policy does not retry."""
+    refused = Fail(400, message="model 'fake-model' does not support this request")
+    openai_server.script([refused, refused, "never"])
     settings = local(openai_server)
     with pytest.raises(
         LLMCallError,
-        match="was rejected after 1 attempt.*does not support response_format.*not retried: check the model name",
+        match="was rejected after 1 attempt.*does not support this request.*not retried: check the model name",
     ) as err:
         call(make_chat_model(settings), settings)
     assert (err.value.kind, err.value.attempts, err.value.status) == ("client", 1, 400)
-    assert openai_server.calls == 1
+    assert openai_server.calls == 2
 
 
 @pytest.mark.parametrize("status", [401, 404])
